@@ -137,10 +137,25 @@ mod tests {
     fn byte_limit_counts_the_json_array() {
         // "aaaa" is 6 bytes; two of them in an array: ["aaaa","aaaa"] = 15.
         let items = vec![(json!("aaaa"), None), (json!("aaaa"), None)];
-        let fits = chunk_all(&items, ChunkLimits { max_items: 10, max_bytes: 15 });
+        let fits = chunk_all(
+            &items,
+            ChunkLimits {
+                max_items: 10,
+                max_bytes: 15,
+            },
+        );
         assert_eq!(fits.len(), 1);
-        assert_eq!(fits[0].bytes, serde_json::to_vec(&fits[0].items).unwrap().len());
-        let split = chunk_all(&items, ChunkLimits { max_items: 10, max_bytes: 14 });
+        assert_eq!(
+            fits[0].bytes,
+            serde_json::to_vec(&fits[0].items).unwrap().len()
+        );
+        let split = chunk_all(
+            &items,
+            ChunkLimits {
+                max_items: 10,
+                max_bytes: 14,
+            },
+        );
         assert_eq!(split.len(), 2);
     }
 
@@ -148,7 +163,13 @@ mod tests {
     fn an_oversized_item_travels_alone() {
         let big = json!("x".repeat(100));
         let items = vec![(json!(1), None), (big.clone(), None), (json!(2), None)];
-        let chunks = chunk_all(&items, ChunkLimits { max_items: 10, max_bytes: 20 });
+        let chunks = chunk_all(
+            &items,
+            ChunkLimits {
+                max_items: 10,
+                max_bytes: 20,
+            },
+        );
         let sizes: Vec<usize> = chunks.iter().map(|c| c.items.len()).collect();
         assert_eq!(sizes, vec![1, 1, 1]);
         assert_eq!(chunks[1].items, vec![big]);

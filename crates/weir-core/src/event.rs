@@ -26,7 +26,8 @@ impl RunId {
     pub fn parse(s: &str) -> Result<RunId, InvalidRunId> {
         let valid = !s.is_empty()
             && s.len() <= 64
-            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if valid {
             Ok(RunId(s.to_owned()))
         } else {
@@ -327,6 +328,35 @@ pub struct RunError {
     pub remediation: Option<String>,
 }
 
+impl RunError {
+    /// An error of class `code`.
+    pub fn new(code: FailureCode, message: impl Into<String>) -> RunError {
+        RunError {
+            code,
+            message: message.into(),
+            remediation: None,
+        }
+    }
+
+    /// Adds what to do next.
+    pub fn with_remediation(mut self, remediation: impl Into<String>) -> RunError {
+        self.remediation = Some(remediation.into());
+        self
+    }
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        match &self.remediation {
+            Some(next) => write!(f, " ({next})"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
 /// Classes of failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -364,7 +394,16 @@ macro_rules! into_kind {
         }
     )*};
 }
-into_kind!(Started, Meta, Progress, Log, Partial, Warning, Completed, Failed, Canceled);
+into_kind!(
+    Started, Meta, Progress, Log, Partial, Warning, Completed, Failed, Canceled
+);
+
+impl ArtifactRef {
+    /// The URI of artifact `name` of run `run_id`.
+    pub fn uri_for(run_id: &RunId, name: &str) -> String {
+        format!("weir://runs/{run_id}/artifacts/{name}")
+    }
+}
 
 impl From<ArtifactRef> for EventKind {
     fn from(payload: ArtifactRef) -> EventKind {
@@ -390,7 +429,9 @@ mod tests {
         roundtrip(
             r#"{"run_id":"a","seq":2,"ts":1,"type":"progress","progress":1.5,"total":3.0,"message":"m","phase":"p","eta_ms":9}"#,
         );
-        roundtrip(r#"{"run_id":"a","seq":3,"ts":1,"type":"log","level":"info","stream":"stdout","text":"hi"}"#);
+        roundtrip(
+            r#"{"run_id":"a","seq":3,"ts":1,"type":"log","level":"info","stream":"stdout","text":"hi"}"#,
+        );
         roundtrip(
             r#"{"run_id":"a","seq":4,"ts":1,"type":"partial","content":[{"type":"text","text":"x"}],"items":[1],"group":"f.rs"}"#,
         );

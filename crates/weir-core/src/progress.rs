@@ -41,7 +41,9 @@ impl ProgressTracker {
         self.last = Some(progress);
         let elapsed_ms = now_ms.saturating_sub(self.started_ms) as f64;
         let eta_ms = total
-            .filter(|total| total.is_finite() && *total >= progress && progress > 0.0 && elapsed_ms > 0.0)
+            .filter(|total| {
+                total.is_finite() && *total >= progress && progress > 0.0 && elapsed_ms > 0.0
+            })
             .map(|total| ((total - progress) * elapsed_ms / progress).round() as u64);
         Some(Progress {
             progress,

@@ -91,7 +91,9 @@ impl RunState {
     }
 
     /// Folds a whole log into its state.
-    pub fn reduce<'a>(kinds: impl IntoIterator<Item = &'a EventKind>) -> Result<RunState, Violation> {
+    pub fn reduce<'a>(
+        kinds: impl IntoIterator<Item = &'a EventKind>,
+    ) -> Result<RunState, Violation> {
         kinds
             .into_iter()
             .try_fold(RunState::Pending, |state, kind| state.apply(kind))
@@ -210,7 +212,10 @@ mod tests {
         check(&[started()], Ok(RunState::Working));
         check(&[started(), warning(), done()], Ok(RunState::Completed));
         check(&[warning()], Err("starts with exactly one `started`"));
-        check(&[started(), started()], Err("starts with exactly one `started`"));
+        check(
+            &[started(), started()],
+            Err("starts with exactly one `started`"),
+        );
         check(&[started(), done(), warning()], Err("nothing may follow"));
         check(&[started(), done(), done()], Err("nothing may follow"));
     }
