@@ -451,7 +451,7 @@ fn panic_error(join_error: tokio::task::JoinError) -> RunError {
 
 fn human_duration(duration: Duration) -> String {
     let ms = duration.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")

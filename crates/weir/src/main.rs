@@ -1,1 +1,39 @@
-fn main() {}
+//! The `weir` command. Parses arguments into plain data ([`cli`]), then runs
+//! one subcommand; `anyhow` lives here and nowhere else.
+
+mod cli;
+mod output;
+mod runs;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("weir: could not start the async runtime: {error}");
+            return ExitCode::from(cli::EXIT_FAILED);
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            // One line: what happened, and (in the error's own words) what to do.
+            eprintln!("weir: {error:#}");
+            ExitCode::from(cli::EXIT_FAILED)
+        }
+    }
+}
+
+async fn run(args: cli::Args) -> anyhow::Result<u8> {
+    let data_dir = args.data_dir();
+    match args.command {
+        cli::Command::Runs(runs) => runs::run(&data_dir, runs).await,
+    }
+}

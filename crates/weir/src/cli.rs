@@ -1,0 +1,112 @@
+//! Command-line arguments, as plain data.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use weir_core::{RunId, RunState};
+
+/// The run completed (or the command succeeded).
+pub(crate) const EXIT_OK: u8 = 0;
+/// The run failed, or the command did.
+pub(crate) const EXIT_FAILED: u8 = 1;
+/// The run was canceled.
+pub(crate) const EXIT_CANCELED: u8 = 3;
+
+/// weir: a streaming runtime for long-running tools.
+#[derive(Debug, Parser)]
+#[command(name = "weir", version)]
+pub(crate) struct Args {
+    /// Where runs are stored [default: $WEIR_DATA_DIR, else $XDG_DATA_HOME/weir, else ~/.local/share/weir].
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+impl Args {
+    /// The data directory: the flag, else the environment's choice.
+    pub(crate) fn data_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.data_dir {
+            return dir.clone();
+        }
+        let env = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        env("WEIR_DATA_DIR")
+            .or_else(|| env("XDG_DATA_HOME").map(|d| d.join("weir")))
+            .or_else(|| env("HOME").map(|h| h.join(".local/share/weir")))
+            .unwrap_or_else(|| PathBuf::from(".weir"))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Inspect and follow runs in the data directory.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RunsCommand {
+    /// List runs, newest first.
+    List {
+        /// Only runs in this state (repeatable): pending, working, completed, failed, canceled.
+        #[arg(long = "state", value_name = "STATE")]
+        states: Vec<RunState>,
+        /// Only runs of this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one run: its summary and how it ended.
+    Show {
+        /// The run's id.
+        id: RunId,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a run's events (a page of them).
+    Events {
+        /// The run's id.
+        id: RunId,
+        /// First seq to print.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        /// At most this many events.
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+        /// Print one JSON event per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow a run's events until it ends; the exit code tells how it ended
+    /// (0 completed, 1 failed, 3 canceled).
+    Tail {
+        /// The run's id.
+        id: RunId,
+        /// First seq to print.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        /// Print one JSON event per line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The exit code for a run that ended in `state`.
+pub(crate) fn exit_code(state: RunState) -> u8 {
+    match state {
+        RunState::Completed => EXIT_OK,
+        RunState::Canceled => EXIT_CANCELED,
+        RunState::Failed | RunState::Pending | RunState::Working => EXIT_FAILED,
+    }
+}

@@ -1,0 +1,180 @@
+//! How runs and events look to a person.
+
+use weir_core::{Content, EventKind, RunEvent};
+use weir_runtime::log::RunSummary;
+
+/// `2026-11-22 05:31:28.123` (UTC) from Unix milliseconds.
+pub(crate) fn utc(ts_ms: u64) -> String {
+    let (days, ms_of_day) = ((ts_ms / 86_400_000) as i64, ts_ms % 86_400_000);
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, ms) = (
+        ms_of_day / 3_600_000,
+        ms_of_day / 60_000 % 60,
+        ms_of_day / 1000 % 60,
+        ms_of_day % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02}.{ms:03}")
+}
+
+/// `1.5s`, `2m03s`, `1h02m`.
+pub(crate) fn duration(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
+}
+
+/// One table row per run, under [`RUN_HEADER`].
+pub(crate) fn run_row(run: &RunSummary) -> String {
+    let took = run
+        .finished_ts
+        .map(|end| duration(end.saturating_sub(run.created_ts)))
+        .unwrap_or_default();
+    format!(
+        "{:<32}  {:<20}  {:<9}  {:>7}  {}  {}",
+        run.run_id,
+        clip(&run.tool, 20),
+        run.state,
+        run.events,
+        utc(run.created_ts),
+        took
+    )
+}
+
+pub(crate) const RUN_HEADER: &str = "ID                                TOOL                  STATE       EVENTS  CREATED (UTC)            TOOK";
+
+/// `seq  time  type  what`, one line.
+pub(crate) fn event_line(event: &RunEvent) -> String {
+    format!(
+        "{:>6}  {}  {:<9}  {}",
+        event.seq,
+        &utc(event.ts)[11..],
+        event.kind.type_name(),
+        describe(&event.kind)
+    )
+}
+
+/// The gist of an event in one line.
+pub(crate) fn describe(kind: &EventKind) -> String {
+    let line = match kind {
+        EventKind::Started(s) => {
+            format!("tool={} node={} arguments={}", s.tool, s.node, s.arguments)
+        }
+        EventKind::Meta(m) => {
+            let mut parts = Vec::new();
+            if let Some(total) = m.total {
+                parts.push(format!("total={total}"));
+            }
+            if !m.backends.is_empty() {
+                parts.push(format!("backends={}", m.backends.join(",")));
+            }
+            if !m.info.is_null() {
+                parts.push(m.info.to_string());
+            }
+            parts.join(" ")
+        }
+        EventKind::Progress(p) => {
+            let mut line = match p.total {
+                Some(total) => format!("{}/{}", p.progress, total),
+                None => p.progress.to_string(),
+            };
+            for extra in [&p.phase, &p.message].into_iter().flatten() {
+                line.push(' ');
+                line.push_str(extra);
+            }
+            if let Some(eta) = p.eta_ms {
+                line.push_str(&format!(" (eta {})", duration(eta)));
+            }
+            line
+        }
+        EventKind::Log(l) => format!("[{}] {}", wire_name(&l.stream), l.text),
+        EventKind::Partial(p) => {
+            let mut line = contents(&p.content);
+            if !p.items.is_empty() {
+                line.push_str(&format!("{} items", p.items.len()));
+            }
+            if let Some(group) = &p.group {
+                line.push_str(&format!(" [{group}]"));
+            }
+            line
+        }
+        EventKind::Artifact(a) => format!(
+            "{} ({}, {} bytes) sha256:{}",
+            a.uri, a.mime, a.bytes, &a.sha256
+        ),
+        EventKind::Warning(w) => w.message.clone(),
+        EventKind::Completed(c) => {
+            let mut line = contents(&c.content);
+            if let Some(structured) = &c.structured {
+                line.push_str(&structured.to_string());
+            }
+            line
+        }
+        EventKind::Failed(f) => format!("{}: {}", wire_name(&f.error.code), f.error),
+        EventKind::Canceled(c) => c.reason.clone(),
+    };
+    clip(&line, 200)
+}
+
+fn contents(content: &[Content]) -> String {
+    content
+        .iter()
+        .map(|block| match block {
+            Content::Text { text } => text.clone(),
+            Content::Image { mime_type, .. } => format!("<{mime_type} image>"),
+            Content::ResourceLink { uri, .. } => uri.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Shortens `text` to `max` characters on one line.
+fn clip(text: &str, max: usize) -> String {
+    let one_line = text.replace('\n', "⏎");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let mut clipped: String = one_line.chars().take(max - 1).collect();
+        clipped.push('…');
+        clipped
+    }
+}
+
+/// A unit enum's name as it appears in JSON (`stdout`, `tool_error`).
+fn wire_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formats_known_instants() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00.000");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00.000");
+        assert_eq!(utc(1_795_325_488_123), "2026-11-22 05:31:28.123");
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration(950), "950ms");
+        assert_eq!(duration(1_500), "1.5s");
+        assert_eq!(duration(123_000), "2m03s");
+        assert_eq!(duration(3_720_000), "1h02m");
+    }
+}
