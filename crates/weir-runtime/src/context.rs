@@ -260,12 +260,17 @@ mod tests {
     use crate::MemoryLog;
     use weir_core::{FailureCode, RunState, Started, Warning};
 
-    /// Every sender gone without a terminal event: the writer writes the
-    /// `failed` the guard says is owed, after what was emitted.
-    #[tokio::test]
-    async fn a_writer_left_without_a_terminal_event_closes_the_run() {
+    /// A writer for a fresh run in a memory log, `started` already sent.
+    async fn started_writer(
+        name: &str,
+    ) -> (
+        Arc<dyn EventLog>,
+        RunId,
+        RunContext,
+        tokio::task::JoinHandle<Option<RunEvent>>,
+    ) {
         let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
-        let run_id = RunId::parse("orphan").unwrap();
+        let run_id = RunId::parse(name).unwrap();
         let (commands, receiver) = mpsc::channel(8);
         let writer = tokio::spawn(write_run(
             log.clone(),
@@ -287,6 +292,14 @@ mod tests {
             None,
             log.clone(),
         );
+        (log, run_id, ctx, writer)
+    }
+
+    /// Every sender gone without a terminal event: the writer writes the
+    /// `failed` the guard says is owed, after what was emitted.
+    #[tokio::test]
+    async fn a_writer_left_without_a_terminal_event_closes_the_run() {
+        let (log, run_id, ctx, writer) = started_writer("orphan").await;
         ctx.emit(Warning {
             message: "about to vanish".into(),
         })
@@ -313,33 +326,10 @@ mod tests {
     /// After the terminal event, emits fail instead of vanishing silently.
     #[tokio::test]
     async fn emits_after_the_end_are_refused() {
-        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
-        let run_id = RunId::parse("ended").unwrap();
-        let (commands, receiver) = mpsc::channel(8);
-        let writer = tokio::spawn(write_run(
-            log.clone(),
-            run_id.clone(),
-            0,
-            receiver,
-            CancellationToken::new(),
-        ));
-        let started = Started {
-            tool: "t".into(),
-            arguments: serde_json::Value::Null,
-            node: "n".into(),
-        };
-        commands.send(Command::Emit(started.into())).await.unwrap();
-        commands
-            .send(Command::Emit(weir_core::Completed::default().into()))
+        let (log, run_id, ctx, writer) = started_writer("ended").await;
+        ctx.send(Command::Emit(weir_core::Completed::default().into()))
             .await
             .unwrap();
-        let ctx = RunContext::new(
-            run_id.clone(),
-            commands,
-            CancellationToken::new(),
-            None,
-            log.clone(),
-        );
         writer.await.unwrap().unwrap();
         let late = ctx
             .emit(Warning {

@@ -5,11 +5,11 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use weir_core::{ArtifactRef, EventKind, LogTail, RunEvent, RunId, Seq};
+use weir_core::{ArtifactRef, LogTail, RunEvent, RunId, Seq};
 
 use super::{
     Batch, EventLog, LiveHub, LogError, NewRun, RunFilter, RunSummary, Subscription, append_target,
-    check_artifact_name, clamp, sha256_hex,
+    check_artifact_name, clamp, run_started_by, sha256_hex,
 };
 
 /// Keeps every run in memory. Holds the appended batches themselves (the
@@ -93,17 +93,7 @@ impl EventLog for MemoryLog {
         };
         let mut runs = self.runs();
         if !runs.contains_key(&run_id) {
-            let EventKind::Started(started) = &events[0].kind else {
-                return Err(LogError::NotStarted(run_id));
-            };
-            let run = NewRun {
-                run_id: run_id.clone(),
-                tool: started.tool.clone(),
-                arguments: started.arguments.clone(),
-                node: started.node.clone(),
-                ts: events[0].ts,
-            };
-            runs.insert(run_id.clone(), new_run(run));
+            runs.insert(run_id.clone(), new_run(run_started_by(&events)?));
         }
         let run = runs.get_mut(&run_id).expect("inserted above");
         let tail = run

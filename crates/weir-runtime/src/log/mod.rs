@@ -20,7 +20,7 @@ use std::ops::Range;
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
-use weir_core::{ArtifactRef, LogTail, RunEvent, RunId, RunState, Seq, Violation};
+use weir_core::{ArtifactRef, EventKind, LogTail, RunEvent, RunId, RunState, Seq, Violation};
 
 pub use live::{Batch, LiveHub};
 pub use memory::MemoryLog;
@@ -236,9 +236,25 @@ fn sha256_hex(data: &[u8]) -> String {
     format!("{:x}", sha2::Sha256::digest(data))
 }
 
-/// The run an append is for, and that all its events agree.
+/// The run an append is for (the store's `LogTail` checks the rest agree).
 fn append_target(events: &[RunEvent]) -> Option<&RunId> {
     events.first().map(|event| &event.run_id)
+}
+
+/// The run that appending `events` to an unknown run creates: only a log
+/// that starts with `started` may create its run.
+fn run_started_by(events: &[RunEvent]) -> Result<NewRun, LogError> {
+    let first = &events[0];
+    let EventKind::Started(started) = &first.kind else {
+        return Err(LogError::NotStarted(first.run_id.clone()));
+    };
+    Ok(NewRun {
+        run_id: first.run_id.clone(),
+        tool: started.tool.clone(),
+        arguments: started.arguments.clone(),
+        node: started.node.clone(),
+        ts: first.ts,
+    })
 }
 
 /// Clamps a byte range to a length of `len`.

@@ -17,7 +17,7 @@ use weir_core::{ArtifactRef, EventKind, LogTail, RunEvent, RunId, RunState, Seq}
 
 use super::{
     Batch, EventLog, LiveHub, LogError, NewRun, RunFilter, RunSummary, Subscription, append_target,
-    check_artifact_name, clamp, sha256_hex,
+    check_artifact_name, clamp, run_started_by, sha256_hex,
 };
 
 /// Bump when the schema changes; a newer file is refused, not misread.
@@ -645,19 +645,7 @@ fn append(
         Some(&cached) => cached,
         None => match load_tail(conn, &run_id)? {
             Some(loaded) => loaded,
-            None => {
-                let EventKind::Started(started) = &events[0].kind else {
-                    return Err(LogError::NotStarted(run_id));
-                };
-                let run = NewRun {
-                    run_id: run_id.clone(),
-                    tool: started.tool.clone(),
-                    arguments: started.arguments.clone(),
-                    node: started.node.clone(),
-                    ts: events[0].ts,
-                };
-                (create_run(conn, &run)?, LogTail::EMPTY)
-            }
+            None => (create_run(conn, &run_started_by(&events)?)?, LogTail::EMPTY),
         },
     };
     let tail = tail
