@@ -257,6 +257,27 @@ pub enum Content {
         /// e.g. `image/png`.
         mime_type: String,
     },
+    /// Audio, base64-encoded.
+    Audio {
+        /// Base64 data.
+        data: String,
+        /// e.g. `audio/wav`.
+        mime_type: String,
+    },
+    /// A resource embedded whole: text or base64 `blob`.
+    Resource {
+        /// The resource's URI.
+        uri: String,
+        /// Its media type, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Text content.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// Base64 binary content (when not text).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blob: Option<String>,
+    },
     /// A link to a resource the client can read, e.g. an artifact.
     ResourceLink {
         /// The resource's URI.

@@ -133,6 +133,8 @@ fn contents(content: &[Content]) -> String {
         .map(|block| match block {
             Content::Text { text } => text.clone(),
             Content::Image { mime_type, .. } => format!("<{mime_type} image>"),
+            Content::Audio { mime_type, .. } => format!("<{mime_type} audio>"),
+            Content::Resource { uri, .. } => format!("<resource {uri}>"),
             Content::ResourceLink { uri, .. } => uri.clone(),
         })
         .collect::<Vec<_>>()
