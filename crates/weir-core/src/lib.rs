@@ -4,7 +4,8 @@
 //! the run-state reducer ([`RunState::apply`], [`LogTail`]), the exactly-once
 //! completion guard ([`CompletionGuard`]), the chunker that cuts item streams
 //! into `partial` events ([`Chunker`]) and the monotonic progress helper
-//! ([`ProgressTracker`]).
+//! ([`ProgressTracker`]), and argument checks against a tool's input schema
+//! ([`check_arguments`]). Time helpers format timestamps ([`iso8601`]).
 //!
 //! **Not for:** IO of any kind. This crate has no async runtime, no database
 //! and no protocol; time comes in as arguments. Stores, schedulers and MCP
@@ -28,7 +29,9 @@ mod chunker;
 mod event;
 mod guard;
 mod progress;
+mod schema;
 mod state;
+mod time;
 
 pub use chunker::{Chunk, ChunkLimits, Chunker};
 pub use event::{
@@ -37,4 +40,6 @@ pub use event::{
 };
 pub use guard::{AlreadyTerminated, CompletionGuard};
 pub use progress::ProgressTracker;
+pub use schema::check_arguments;
 pub use state::{LogTail, RunState, Violation};
+pub use time::{iso8601, utc_display};

@@ -75,6 +75,14 @@ pub enum SubmitError {
         /// The names that exist, comma-separated.
         available: String,
     },
+    /// The arguments do not fit the tool's input schema.
+    #[error("invalid arguments for tool {tool:?}: {message}")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// What is wrong, naming the field.
+        message: String,
+    },
     /// The queue is full.
     #[error(
         "weir is busy: {queued} runs are already waiting (the queue limit); retry in about {}s, or raise the queue limit",
@@ -219,8 +227,9 @@ impl Scheduler {
         self.inner.queued.load(Ordering::SeqCst)
     }
 
-    /// Accepts a call as a run: registers it (pending), then executes it as
-    /// soon as a slot is free. Fails at once, never hangs, when the queue is
+    /// Accepts a call as a run: checks its arguments against the tool's input
+    /// schema, registers it (pending), then executes it as soon as a slot is
+    /// free. Fails at once, never hangs, when the queue is
     /// full.
     pub async fn submit(
         &self,
@@ -236,6 +245,12 @@ impl Scheduler {
                 name: tool.to_owned(),
                 available: inner.tools.keys().cloned().collect::<Vec<_>>().join(", "),
             })?;
+        weir_core::check_arguments(&registered.info.input_schema, &arguments).map_err(
+            |message| SubmitError::InvalidArguments {
+                tool: tool.to_owned(),
+                message,
+            },
+        )?;
         let slots = match try_take_slots(&registered.slots, &inner.all_slots) {
             Some(slots) => Some(slots),
             None => {

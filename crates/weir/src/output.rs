@@ -5,24 +5,7 @@ use weir_runtime::log::RunSummary;
 
 /// `2026-11-22 05:31:28.123` (UTC) from Unix milliseconds.
 pub(crate) fn utc(ts_ms: u64) -> String {
-    let (days, ms_of_day) = ((ts_ms / 86_400_000) as i64, ts_ms % 86_400_000);
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s, ms) = (
-        ms_of_day / 3_600_000,
-        ms_of_day / 60_000 % 60,
-        ms_of_day / 1000 % 60,
-        ms_of_day % 1000,
-    );
-    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02}.{ms:03}")
+    weir_core::utc_display(ts_ms)
 }
 
 /// `1.5s`, `2m03s`, `1h02m`.
@@ -164,13 +147,6 @@ fn wire_name<T: serde::Serialize>(value: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_formats_known_instants() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00.000");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00.000");
-        assert_eq!(utc(1_795_325_488_123), "2026-11-22 05:31:28.123");
-    }
 
     #[test]
     fn durations_read_naturally() {

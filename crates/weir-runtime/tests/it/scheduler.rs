@@ -313,3 +313,41 @@ async fn tools_cannot_write_terminal_events_themselves() {
     handle.finished().await.unwrap();
     assert_eq!(check_log(&read_all(&*log, &run).await), RunState::Completed);
 }
+
+#[tokio::test]
+async fn arguments_are_checked_against_the_input_schema_before_a_run_exists() {
+    use async_trait::async_trait;
+    use weir_core::{Completed, RunError};
+    use weir_runtime::{RunContext, ToolInfo};
+    struct Typed;
+    #[async_trait]
+    impl Tool for Typed {
+        fn info(&self) -> ToolInfo {
+            ToolInfo::new(
+                "typed",
+                "needs n",
+                json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}),
+            )
+        }
+        async fn run(&self, _: RunContext, _: serde_json::Value) -> Result<Completed, RunError> {
+            Ok(Completed::default())
+        }
+    }
+    let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+    let scheduler = Scheduler::start(log.clone(), vec![Arc::new(Typed)], config(1, 1))
+        .await
+        .unwrap();
+    let error = scheduler
+        .submit("typed", json!({"n": "three"}), RunOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"invalid arguments for tool "typed": arguments.n must be an integer, got a string"#
+    );
+    assert!(log.list_runs(&Default::default()).await.unwrap().is_empty());
+    scheduler
+        .submit("typed", json!({"n": 3}), RunOptions::default())
+        .await
+        .unwrap();
+}
