@@ -44,7 +44,11 @@ pub trait Catalog: Send + Sync + 'static {
     }
 
     /// Renders prompt `name` with `arguments`.
-    async fn get_prompt(&self, name: &str, _arguments: &Map<String, Value>) -> Result<GetPromptResult, CatalogError> {
+    async fn get_prompt(
+        &self,
+        name: &str,
+        _arguments: &Map<String, Value>,
+    ) -> Result<GetPromptResult, CatalogError> {
         Err(CatalogError::NotFound(format!("no prompt {name:?}")))
     }
 

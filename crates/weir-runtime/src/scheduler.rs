@@ -222,6 +222,11 @@ impl Scheduler {
         &self.inner.log
     }
 
+    /// How long finished runs are kept (`None`: forever).
+    pub fn retention(&self) -> Option<Duration> {
+        self.inner.config.retention
+    }
+
     /// Runs waiting for a slot now.
     pub fn queued(&self) -> usize {
         self.inner.queued.load(Ordering::SeqCst)

@@ -44,10 +44,53 @@ impl Args {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Serve MCP: every tool call becomes a run in the data directory.
+    Serve(ServeArgs),
     /// Inspect and follow runs in the data directory.
     #[command(subcommand)]
     Runs(RunsCommand),
 }
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Serve MCP on stdin/stdout (for clients that spawn weir).
+    #[arg(long, conflicts_with = "http")]
+    pub(crate) stdio: bool,
+    /// Serve Streamable HTTP at ADDR/mcp (and SSE at /runs/{id}/events).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_HTTP_ADDR)]
+    pub(crate) http: Option<std::net::SocketAddr>,
+    /// Register the conformance and streaming fixtures (tools, resources, prompts).
+    #[arg(long)]
+    pub(crate) fixtures: bool,
+    /// Keep runs in memory only (nothing written to the data directory).
+    #[arg(long)]
+    pub(crate) memory: bool,
+    /// Require `Authorization: Bearer TOKEN` on HTTP requests [env: WEIR_TOKEN].
+    #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// Also accept requests from this Origin (repeatable); loopback origins always are.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub(crate) allowed_origins: Vec<String>,
+    /// Also accept this Host header (repeatable), e.g. when binding beyond loopback.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub(crate) allowed_hosts: Vec<String>,
+    /// Most runs executing at once.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) max_concurrent: usize,
+    /// Most runs waiting for a slot before calls are refused as busy.
+    #[arg(long, default_value_t = 256)]
+    pub(crate) max_queue: usize,
+    /// Most bytes of content in a final tool result before it is truncated
+    /// with a link to the full run.
+    #[arg(long, default_value_t = 512 * 1024)]
+    pub(crate) result_limit: usize,
+    /// Days to keep finished runs (0 keeps them forever).
+    #[arg(long, default_value_t = 7)]
+    pub(crate) retention_days: u64,
+}
+
+/// Where `weir serve --http` listens by default.
+pub(crate) const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8765";
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum RunsCommand {

@@ -4,6 +4,7 @@
 mod cli;
 mod output;
 mod runs;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -35,5 +36,6 @@ async fn run(args: cli::Args) -> anyhow::Result<u8> {
     let data_dir = args.data_dir();
     match args.command {
         cli::Command::Runs(runs) => runs::run(&data_dir, runs).await,
+        cli::Command::Serve(serve) => serve::run(&data_dir, serve).await,
     }
 }

@@ -1,0 +1,117 @@
+//! MCP over stdio: one JSON-RPC message per line on stdin and stdout.
+//!
+//! Requests are served concurrently; one writer task owns stdout, so lines
+//! never interleave. The process is one session (2025-11-25); requests that
+//! carry 2026-07-28 `_meta` are served statelessly beside it.
+
+use std::io;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::jsonrpc::{Incoming, RpcError, code, error_response};
+use crate::server::{McpServer, Outgoing, Session};
+use crate::transport::era_of;
+
+/// Serves MCP on this process's stdin and stdout until stdin closes.
+pub async fn serve_stdio(server: McpServer) -> io::Result<()> {
+    serve_lines(server, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves MCP over any line-oriented pair of streams.
+pub async fn serve_lines(
+    server: McpServer,
+    input: impl AsyncRead + Unpin,
+    mut output: impl AsyncWrite + Unpin + Send + 'static,
+) -> io::Result<()> {
+    let (outbound, mut outgoing) = mpsc::channel::<Outgoing>(1024);
+    let writer = tokio::spawn(async move {
+        let mut line = Vec::with_capacity(4096);
+        while let Some(Outgoing { message, .. }) = outgoing.recv().await {
+            line.clear();
+            serde_json::to_writer(&mut line, &message).expect("JSON values serialize");
+            line.push(b'\n');
+            output.write_all(&line).await?;
+            // Flush only when nothing else is waiting: batches lines under load.
+            if outgoing.is_empty() {
+                output.flush().await?;
+            }
+        }
+        output.flush().await
+    });
+    let session = Session::new();
+    let max = server.max_message_bytes();
+    let mut input = BufReader::new(input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = (&mut input)
+            .take(max as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await?;
+        if read == 0 {
+            break; // stdin closed: the client is gone
+        }
+        if line.len() > max && !line.ends_with(b"\n") {
+            // Oversized: answer once, then skip the rest of the line.
+            let error = RpcError::new(
+                code::INVALID_REQUEST,
+                format!("message larger than {max} bytes; send smaller messages"),
+            );
+            let _ = outbound
+                .send(Outgoing {
+                    event_id: None,
+                    message: error_response(&Value::Null, &error),
+                })
+                .await;
+            let mut rest = Vec::new();
+            input.read_until(b'\n', &mut rest).await?;
+            continue;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match Incoming::parse(&line) {
+            Err((id, error)) => {
+                let _ = outbound
+                    .send(Outgoing {
+                        event_id: None,
+                        message: error_response(&id, &error),
+                    })
+                    .await;
+            }
+            Ok(Incoming::Request { id, method, params }) => {
+                let (server, session, outbound) =
+                    (server.clone(), session.clone(), outbound.clone());
+                tokio::spawn(async move {
+                    let reply = match era_of(&params, None) {
+                        Ok(era) => {
+                            server
+                                .request(&session, era, &id, &method, params, &outbound)
+                                .await
+                        }
+                        Err(error) => Some(error_response(&id, &error)),
+                    };
+                    if let Some(message) = reply {
+                        let _ = outbound
+                            .send(Outgoing {
+                                event_id: None,
+                                message,
+                            })
+                            .await;
+                    }
+                });
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                server.notification(&session, &method, &params)
+            }
+            Ok(Incoming::Response) => {}
+        }
+    }
+    drop(outbound);
+    // Requests still running keep their clones of the channel; stop waiting
+    // for them once stdin is gone and what was produced has been written.
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(200), writer).await;
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! `weir serve`: the MCP server over stdio or HTTP.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use weir_mcp::catalog::{Catalog, EmptyCatalog};
+use weir_mcp::transport::http::HttpOptions;
+use weir_mcp::{McpServer, ServerConfig, fixtures, transport};
+use weir_runtime::log::SqliteOptions;
+use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig, SqliteLog, Tool};
+
+use crate::cli::{DEFAULT_HTTP_ADDR, EXIT_OK, ServeArgs};
+use crate::runs::DB_FILE;
+
+pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<u8> {
+    // Logs go to stderr: stdout may be the MCP channel.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    let (log, store): (Arc<dyn EventLog>, String) = if args.memory {
+        (Arc::new(MemoryLog::new()), "memory".into())
+    } else {
+        let path = data_dir.join(DB_FILE);
+        let log = SqliteLog::open(&path, SqliteOptions::default())
+            .with_context(|| format!("opening the event log in {}", data_dir.display()))?;
+        (Arc::new(log), format!("sqlite:{}", path.display()))
+    };
+    let (tools, catalog): (Vec<Arc<dyn Tool>>, Arc<dyn Catalog>) = if args.fixtures {
+        let mut tools = fixtures::conformance_tools();
+        tools.push(fixtures::stream_tool());
+        (tools, Arc::new(fixtures::FixtureCatalog))
+    } else {
+        (Vec::new(), Arc::new(EmptyCatalog))
+    };
+    let config = SchedulerConfig {
+        max_concurrent: args.max_concurrent,
+        max_per_tool: args.max_concurrent,
+        max_queue: args.max_queue,
+        retention: (args.retention_days > 0)
+            .then(|| Duration::from_secs(args.retention_days * 86_400)),
+        ..SchedulerConfig::default()
+    };
+    let scheduler = Scheduler::start(log, tools, config).await?;
+    let server = McpServer::new(
+        scheduler,
+        catalog,
+        ServerConfig {
+            result_limit: args.result_limit,
+            store: store.clone(),
+            ..ServerConfig::default()
+        },
+    );
+    if args.stdio {
+        transport::stdio::serve_stdio(server)
+            .await
+            .context("serving stdio")?;
+        return Ok(EXIT_OK);
+    }
+    let addr = args
+        .http
+        .unwrap_or_else(|| DEFAULT_HTTP_ADDR.parse().expect("valid default"));
+    let options = HttpOptions {
+        allowed_origins: args.allowed_origins,
+        allowed_hosts: args.allowed_hosts,
+        token: args.token,
+    };
+    let secured = if options.token.is_some() {
+        "bearer token required"
+    } else {
+        "no token (pass --token to require one)"
+    };
+    transport::http::serve_http(server, addr, options, |bound| {
+        eprintln!("weir: serving MCP at http://{bound}/mcp ({secured}); run events at http://{bound}/runs/{{id}}/events; store {store}");
+    })
+    .await
+    .with_context(|| format!("serving HTTP on {addr} (is the port in use? pick another with --http ADDR)"))?;
+    Ok(EXIT_OK)
+}
