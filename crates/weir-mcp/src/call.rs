@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 use weir_core::{RunId, Seq};
-use weir_runtime::{RunOptions, SubmitError, ToolInfo};
+use weir_runtime::{AskError, InputKind, InputRequest, RunOptions, SubmitError, ToolInfo};
 
 use crate::jsonrpc::{RpcError, code};
 use crate::projection::{Projector, ResultBuilder};
@@ -60,11 +61,15 @@ impl McpServer {
             && crate::tasks::client_accepts_tasks(scope)
             && scope.progress_token.is_none()
             && scope.partial_token.is_none();
-        let submitted = self
-            .inner
-            .scheduler
-            .submit(&name, arguments, RunOptions::default())
-            .await;
+        // Questions the tool asks (sampling, elicitation) go to this client on
+        // this call's stream; a task or a stateless call has no one to ask.
+        let (questions, asked) = mpsc::channel(8);
+        let answering = scope.era == Era::Session && !legacy_task;
+        let options = RunOptions {
+            input_requests: answering.then_some(questions),
+            ..RunOptions::default()
+        };
+        let submitted = self.inner.scheduler.submit(&name, arguments, options).await;
         let handle = match submitted {
             Ok(handle) => handle,
             // A model can correct its arguments: report them as a tool error.
@@ -88,7 +93,10 @@ impl McpServer {
             return self.task_created(scope.era, &run_id).await.map(Some);
         }
         session.track_call(request_id, &run_id, scope);
-        let followed = self.follow(&run_id, None, scope.clone(), None, out).await;
+        let inputs = answering.then(|| (asked, session.clone()));
+        let followed = self
+            .follow_answering(&run_id, None, scope.clone(), None, out, inputs)
+            .await;
         let cancelled_by_client = session.finish_call(request_id);
         match followed {
             Ok(_) if cancelled_by_client => Ok(None),
@@ -116,11 +124,42 @@ impl McpServer {
         meta: Option<Value>,
         out: &Outbound,
     ) -> Result<Value, FollowError> {
+        self.follow_answering(run_id, resume_after, scope, meta, out, None)
+            .await
+    }
+
+    /// [`McpServer::follow`], also relaying the run's questions to the
+    /// client of `session` as requests on `out`.
+    async fn follow_answering(
+        &self,
+        run_id: &RunId,
+        resume_after: Option<Seq>,
+        scope: Scope,
+        meta: Option<Value>,
+        out: &Outbound,
+        mut inputs: Option<(mpsc::Receiver<InputRequest>, Arc<Session>)>,
+    ) -> Result<Value, FollowError> {
         let log = self.inner.scheduler.log();
+        let capabilities = scope.client_capabilities.clone();
         let mut projector = Projector::new(scope, meta);
         let mut result = ResultBuilder::new(run_id.clone(), self.inner.config.result_limit);
         let mut events = log.subscribe_from(run_id, 0);
-        while let Some(event) = events.next().await {
+        loop {
+            let asked = async {
+                match inputs.as_mut() {
+                    Some((receiver, _)) => receiver.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let event = tokio::select! {
+                event = events.next() => event,
+                Some(asked) = asked => {
+                    let session = &inputs.as_ref().expect("asked through it").1;
+                    relay_question(session, &capabilities, asked, out).await?;
+                    continue;
+                }
+            };
+            let Some(event) = event else { break };
             let event = event.map_err(|error| FollowError::Rpc(internal(error)))?;
             result.add(&event);
             let message = projector.project(&event);
@@ -154,6 +193,47 @@ impl McpServer {
             Err(FollowError::ClientGone) => Err(RpcError::internal("lost the result stream")),
         }
     }
+}
+
+/// Sends a tool's question to the client as a JSON-RPC request, and hands
+/// the client's response back to the tool when it arrives.
+async fn relay_question(
+    session: &Arc<Session>,
+    capabilities: &Value,
+    asked: InputRequest,
+    out: &Outbound,
+) -> Result<(), FollowError> {
+    let (method, capability) = match asked.kind {
+        InputKind::Sampling => ("sampling/createMessage", "sampling"),
+        InputKind::Elicitation => ("elicitation/create", "elicitation"),
+    };
+    if capabilities.get(capability).is_none() {
+        let _ = asked.reply.send(Err(AskError::NoResponder(asked.kind)));
+        return Ok(());
+    }
+    let (id, answer) = session.expect_response();
+    let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": asked.params });
+    out.send(Outgoing {
+        event_id: None,
+        message: request,
+    })
+    .await
+    .map_err(|_| FollowError::ClientGone)?;
+    tokio::spawn(async move {
+        let answer = match answer.await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(AskError::Refused(
+                error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error")
+                    .to_owned(),
+            )),
+            Err(_) => Err(AskError::Gone),
+        };
+        let _ = asked.reply.send(answer);
+    });
+    Ok(())
 }
 
 /// Why following a run stopped early.

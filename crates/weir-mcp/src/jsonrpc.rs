@@ -68,8 +68,12 @@ pub(crate) enum Incoming {
     },
     /// Expects none.
     Notification { method: String, params: Value },
-    /// An answer to a request weir sent (none yet; accepted and dropped).
-    Response,
+    /// An answer to a request weir sent (sampling, elicitation).
+    Response {
+        id: Value,
+        /// The `result`, or the `error` object.
+        outcome: Result<Value, Value>,
+    },
 }
 
 impl Incoming {
@@ -127,7 +131,14 @@ impl Incoming {
             None if id.is_some()
                 && (object.contains_key("result") || object.contains_key("error")) =>
             {
-                Ok(Incoming::Response)
+                let outcome = match object.remove("error") {
+                    Some(error) => Err(error),
+                    None => Ok(object.remove("result").unwrap_or_default()),
+                };
+                Ok(Incoming::Response {
+                    id: id.unwrap_or_default(),
+                    outcome,
+                })
             }
             None => invalid(id, "no \"method\""),
         }
@@ -173,7 +184,10 @@ mod tests {
         ));
         assert_eq!(
             parse(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
-            Ok(Incoming::Response)
+            Ok(Incoming::Response {
+                id: json!("a"),
+                outcome: Ok(json!({}))
+            })
         );
     }
 

@@ -92,6 +92,9 @@ struct SessionState {
     cancelled: std::collections::HashSet<String>,
     /// Run → how its call is projected, for `Last-Event-ID` resumes.
     streams: HashMap<RunId, (Value, Scope)>,
+    /// Requests weir sent the client, by id, waiting for its response.
+    pending: HashMap<String, tokio::sync::oneshot::Sender<Result<Value, Value>>>,
+    next_request: u64,
 }
 
 impl Session {
@@ -125,6 +128,26 @@ impl Session {
         let mut state = self.state();
         state.calls.remove(&key);
         state.cancelled.remove(&key)
+    }
+
+    /// Registers a request to the client; returns its id and the answer.
+    pub(crate) fn expect_response(
+        &self,
+    ) -> (String, tokio::sync::oneshot::Receiver<Result<Value, Value>>) {
+        let mut state = self.state();
+        state.next_request += 1;
+        let id = format!("weir-{}", state.next_request);
+        let (sender, answer) = tokio::sync::oneshot::channel();
+        state.pending.insert(id.clone(), sender);
+        (id, answer)
+    }
+
+    /// Delivers the client's response to a request weir sent.
+    pub(crate) fn resolve(&self, id: &Value, outcome: Result<Value, Value>) {
+        let Some(id) = id.as_str() else { return };
+        if let Some(waiting) = self.state().pending.remove(id) {
+            let _ = waiting.send(outcome);
+        }
     }
 
     /// How to resume the stream of `run_id`: its request id and scope.

@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use weir_core::{ArtifactRef, CompletionGuard, EventKind, RunEvent, RunId, Seq};
 
+use crate::input::{AskError, InputKind, InputSlot};
 use crate::log::{Batch, EventLog, LogError};
 
 /// Most events the writer appends in one batch.
@@ -55,6 +56,7 @@ struct Shared {
     cancel: CancellationToken,
     deadline: Option<tokio::time::Instant>,
     log: Arc<dyn EventLog>,
+    inputs: InputSlot,
 }
 
 impl RunContext {
@@ -64,6 +66,7 @@ impl RunContext {
         cancel: CancellationToken,
         deadline: Option<tokio::time::Instant>,
         log: Arc<dyn EventLog>,
+        inputs: InputSlot,
     ) -> RunContext {
         RunContext {
             shared: Arc::new(Shared {
@@ -72,6 +75,7 @@ impl RunContext {
                 cancel,
                 deadline,
                 log,
+                inputs,
             }),
         }
     }
@@ -117,6 +121,17 @@ impl RunContext {
             .await?;
         self.emit(artifact.clone()).await?;
         Ok(artifact)
+    }
+
+    /// Asks the caller for input (a model completion, or structured input
+    /// from the user) and waits for the answer. Fails at once when nobody who
+    /// can answer follows the run.
+    pub async fn ask(
+        &self,
+        kind: InputKind,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, AskError> {
+        crate::input::ask(&self.shared.inputs, kind, params).await
     }
 
     /// Completes when the run is cancelled (or timed out).
@@ -291,6 +306,7 @@ mod tests {
             CancellationToken::new(),
             None,
             log.clone(),
+            InputSlot::default(),
         );
         (log, run_id, ctx, writer)
     }

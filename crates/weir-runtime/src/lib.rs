@@ -50,11 +50,13 @@
 #![warn(missing_docs)]
 
 mod context;
+mod input;
 pub mod log;
 mod scheduler;
 mod tool;
 
 pub use context::{EmitError, RunContext};
+pub use input::{AskError, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SqliteLog, Subscription};
 pub use scheduler::{
     RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError, recover_interrupted,

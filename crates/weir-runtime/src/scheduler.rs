@@ -15,6 +15,7 @@ use weir_core::{
 };
 
 use crate::context::{Command, RunContext, now_ms, write_run};
+use crate::input::{InputRequest, InputSlot};
 use crate::log::{EventLog, LogError, NewRun, RunFilter};
 use crate::tool::{Tool, ToolInfo};
 
@@ -56,12 +57,15 @@ impl Default for SchedulerConfig {
 }
 
 /// Per-call settings.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct RunOptions {
     /// Time limit of this run, counted from when it starts executing.
     pub timeout: Option<Duration>,
     /// Use this id instead of a fresh one.
     pub run_id: Option<RunId>,
+    /// Where the run's questions to its caller go (`RunContext::ask`);
+    /// without it, the tool's questions fail with `AskError::NoResponder`.
+    pub input_requests: Option<mpsc::Sender<InputRequest>>,
 }
 
 /// Why a call did not become a run.
@@ -152,11 +156,13 @@ struct Registered {
     slots: Arc<Semaphore>,
 }
 
-/// A run's cancellation: the token and who pulled it.
+/// A run's cancellation: the token and who pulled it; and where its
+/// questions to the caller go.
 #[derive(Clone, Default)]
 struct Cancel {
     token: CancellationToken,
     reason: Arc<Mutex<Option<String>>>,
+    inputs: InputSlot,
 }
 
 impl Cancel {
@@ -290,6 +296,7 @@ impl Scheduler {
             return Err(error.into());
         }
         let cancel = Cancel::default();
+        *cancel.inputs.lock().expect("input slot lock") = options.input_requests;
         inner
             .active
             .lock()
@@ -406,6 +413,7 @@ async fn execute(
                 cancel.token.clone(),
                 Some(tokio::time::Instant::now() + timeout),
                 inner.log.clone(),
+                cancel.inputs.clone(),
             );
             run_tool(registered.tool.clone(), ctx, arguments, timeout, cancel).await
         }

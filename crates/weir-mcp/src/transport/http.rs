@@ -268,7 +268,12 @@ async fn post_mcp(
             }
             StatusCode::ACCEPTED.into_response()
         }
-        Incoming::Response => StatusCode::ACCEPTED.into_response(),
+        Incoming::Response { id, outcome } => {
+            if let Ok(session) = session_of(&state, &headers) {
+                session.resolve(&id, outcome);
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
     }
 }
 

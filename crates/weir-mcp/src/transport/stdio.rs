@@ -106,7 +106,7 @@ pub async fn serve_lines(
             Ok(Incoming::Notification { method, params }) => {
                 server.notification(&session, &method, &params)
             }
-            Ok(Incoming::Response) => {}
+            Ok(Incoming::Response { id, outcome }) => session.resolve(&id, outcome),
         }
     }
     drop(outbound);

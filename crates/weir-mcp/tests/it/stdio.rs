@@ -113,7 +113,7 @@ async fn bad_input_gets_clear_errors_and_the_server_keeps_serving() {
         unknown_tool["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("available tools: lines")
+            .contains("available tools: json_schema_2020_12_tool, lines, test_audio_content")
     );
     let (_, wrong_type) = client
         .call(
@@ -302,4 +302,43 @@ async fn stateless_clients_with_the_tasks_extension_get_a_task_with_the_outcome_
         )
         .await;
     assert_eq!(gone["error"]["code"], -32601);
+}
+
+#[tokio::test]
+async fn a_tool_can_ask_the_client_and_use_the_answer() {
+    let mut client = LineClient::memory().await;
+    client.initialize(json!({"sampling": {}})).await;
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_sampling", "arguments": {"prompt": "2+2?"}}}))
+        .await;
+    let question = client.next().await;
+    assert_eq!(question["method"], "sampling/createMessage", "{question}");
+    assert_eq!(question["params"]["messages"][0]["content"]["text"], "2+2?");
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m", "stopReason": "endTurn"});
+    client
+        .send(json!({"jsonrpc": "2.0", "id": question["id"], "result": answer}))
+        .await;
+    let response = client.next().await;
+    assert_eq!(response["id"], 1);
+    assert_eq!(response["result"]["content"][0]["text"], "LLM response: 4");
+}
+
+#[tokio::test]
+async fn asking_a_client_without_the_capability_fails_the_call_with_the_reason() {
+    let mut client = LineClient::memory().await;
+    client.initialize(json!({})).await;
+    let (notifications, response) = client
+        .call(
+            1,
+            "tools/call",
+            json!({"name": "test_elicitation", "arguments": {"message": "who are you?"}}),
+        )
+        .await;
+    assert!(notifications.is_empty());
+    assert_eq!(response["result"]["isError"], true);
+    let text = response["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("no client can answer") && text.contains("Elicitation"),
+        "{text}"
+    );
 }

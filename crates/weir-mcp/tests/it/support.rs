@@ -58,9 +58,9 @@ pub(crate) async fn server(log: Arc<dyn EventLog>, result_limit: usize) -> McpSe
         retention: None,
         ..SchedulerConfig::default()
     };
-    let scheduler = Scheduler::start(log, vec![Arc::new(LinesTool)], config)
-        .await
-        .unwrap();
+    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(LinesTool)];
+    tools.extend(weir_mcp::fixtures::conformance_tools());
+    let scheduler = Scheduler::start(log, tools, config).await.unwrap();
     McpServer::new(
         scheduler,
         Arc::new(EmptyCatalog),

@@ -140,7 +140,7 @@ fn play(case: Case, kind: StoreKind) -> Result<(), TestCaseError> {
                 json!({}),
                 RunOptions {
                     timeout: Some(Duration::from_millis(case.timeout_ms)),
-                    run_id: None,
+                    ..RunOptions::default()
                 },
             )
             .await

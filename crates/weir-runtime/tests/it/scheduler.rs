@@ -146,9 +146,9 @@ async fn timeouts_panics_and_failures_end_in_failed_with_a_reason() {
     let scheduler = Scheduler::start(log.clone(), tools, config(4, 4))
         .await
         .unwrap();
-    let timeout = RunOptions {
+    let timeout = || RunOptions {
         timeout: Some(Duration::from_millis(1500)),
-        run_id: None,
+        ..RunOptions::default()
     };
     for (tool, code, fragment) in [
         ("hang", FailureCode::Timeout, "time limit of 1500ms"),
@@ -159,10 +159,7 @@ async fn timeouts_panics_and_failures_end_in_failed_with_a_reason() {
         ),
         ("fail", FailureCode::ToolError, "scripted failure"),
     ] {
-        let handle = scheduler
-            .submit(tool, json!({}), timeout.clone())
-            .await
-            .unwrap();
+        let handle = scheduler.submit(tool, json!({}), timeout()).await.unwrap();
         let run = handle.run_id().clone();
         let terminal = handle.finished().await.unwrap();
         let EventKind::Failed(failed) = &terminal.kind else {
