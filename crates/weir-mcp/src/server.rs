@@ -79,11 +79,12 @@ pub(crate) struct Inner {
 pub(crate) struct Session {
     pub(crate) id: String,
     state: Mutex<SessionState>,
+    /// When the client last used this session (Unix ms), for idle expiry.
+    last_seen: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
 struct SessionState {
-    version: Option<String>,
     capabilities: Value,
     log_level: Option<LogLevel>,
     /// Request id (as JSON text) → the run it started.
@@ -102,7 +103,19 @@ impl Session {
         Arc::new(Session {
             id: uuid::Uuid::now_v7().simple().to_string(),
             state: Mutex::default(),
+            last_seen: std::sync::atomic::AtomicU64::new(now_ms()),
         })
+    }
+
+    /// Marks the session used now.
+    pub(crate) fn touch(&self) {
+        self.last_seen
+            .store(now_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Milliseconds since the client last used the session.
+    pub(crate) fn idle_ms(&self) -> u64 {
+        now_ms().saturating_sub(self.last_seen.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, SessionState> {
@@ -312,7 +325,6 @@ impl McpServer {
             .copied()
             .unwrap_or(LATEST_SESSION_VERSION);
         let mut state = session.state();
-        state.version = Some(version.to_owned());
         state.capabilities = params
             .get("capabilities")
             .cloned()
@@ -412,6 +424,12 @@ impl From<CatalogError> for RpcError {
     fn from(error: CatalogError) -> RpcError {
         RpcError::invalid_params(error.to_string())
     }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64)
 }
 
 /// `_meta` object with one entry.

@@ -333,6 +333,32 @@ impl Scheduler {
         true
     }
 
+    /// Stops this node cleanly: cancels every active run with `reason` and
+    /// waits up to `grace` for their terminal events to be written. Runs
+    /// still open after that are closed as `interrupted` at the next start.
+    /// Returns how many runs were still active when it gave up waiting.
+    pub async fn shutdown(&self, reason: &str, grace: Duration) -> usize {
+        let active: Vec<RunId> = self
+            .inner
+            .active
+            .lock()
+            .expect("active runs lock")
+            .keys()
+            .cloned()
+            .collect();
+        for run_id in &active {
+            self.cancel(run_id, reason);
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let left = self.inner.active.lock().expect("active runs lock").len();
+            if left == 0 || tokio::time::Instant::now() >= deadline {
+                return left;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// Deletes the finished runs older than the retention period now.
     pub async fn sweep_expired(&self) -> Result<usize, LogError> {
         sweep(&self.inner).await

@@ -49,6 +49,8 @@ struct HttpState {
 }
 
 const SESSION_HEADER: &str = "mcp-session-id";
+/// A session unused this long is forgotten (its runs are not touched).
+const SESSION_IDLE_MS: u64 = 60 * 60 * 1000;
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
 
@@ -161,22 +163,22 @@ fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Session>, Re
             "missing Mcp-Session-Id header: send initialize first, or use protocol version 2026-07-28 (stateless)",
         ));
     };
-    state
+    let session = state
         .sessions
         .lock()
         .expect("sessions lock")
         .get(id)
-        .cloned()
-        .ok_or_else(|| {
-            json_error(
-                StatusCode::NOT_FOUND,
-                &Value::Null,
-                &RpcError::new(
-                    -32001,
-                    "session not found (ended or never existed): initialize a new one",
-                ),
-            )
-        })
+        .cloned();
+    session.inspect(|session| session.touch()).ok_or_else(|| {
+        json_error(
+            StatusCode::NOT_FOUND,
+            &Value::Null,
+            &RpcError::new(
+                -32001,
+                "session not found (ended or never existed): initialize a new one",
+            ),
+        )
+    })
 }
 
 async fn post_mcp(
@@ -222,11 +224,9 @@ async fn post_mcp(
                 (Era::Stateless, _) => Session::new(),
                 (Era::Session, "initialize") => {
                     let session = Session::new();
-                    state
-                        .sessions
-                        .lock()
-                        .expect("sessions lock")
-                        .insert(session.id.clone(), session.clone());
+                    let mut sessions = state.sessions.lock().expect("sessions lock");
+                    sessions.retain(|_, old| old.idle_ms() < SESSION_IDLE_MS);
+                    sessions.insert(session.id.clone(), session.clone());
                     session
                 }
                 (Era::Session, _) => match session_of(&state, &headers) {

@@ -348,3 +348,31 @@ async fn arguments_are_checked_against_the_input_schema_before_a_run_exists() {
         .await
         .unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_cancels_active_and_queued_runs_and_waits_for_their_end() {
+    let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+    let scheduler = Scheduler::start(log.clone(), vec![hang("hang")], config(1, 4))
+        .await
+        .unwrap();
+    let running = scheduler
+        .submit("hang", json!({}), RunOptions::default())
+        .await
+        .unwrap();
+    let queued = scheduler
+        .submit("hang", json!({}), RunOptions::default())
+        .await
+        .unwrap();
+    tokio::task::yield_now().await;
+    let left = scheduler
+        .shutdown("server shutting down", Duration::from_secs(5))
+        .await;
+    assert_eq!(left, 0);
+    for handle in [running, queued] {
+        let terminal = handle.finished().await.unwrap();
+        let EventKind::Canceled(canceled) = &terminal.kind else {
+            panic!("{terminal:?}")
+        };
+        assert_eq!(canceled.reason, "server shutting down");
+    }
+}
