@@ -203,7 +203,19 @@ impl McpServer {
         out: &Outbound,
     ) -> Option<Value> {
         let scope = session.scope(era, &params);
+        let removed_in_stateless = matches!(
+            method,
+            "initialize"
+                | "ping"
+                | "logging/setLevel"
+                | "resources/subscribe"
+                | "resources/unsubscribe"
+        );
         let result = match method {
+            _ if era == Era::Stateless && removed_in_stateless => Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!("{method} does not exist in protocol revision 2026-07-28"),
+            )),
             "initialize" => Ok(Some(self.initialize(session, &params))),
             "tools/call" => self.call_tool(session, &scope, id, params, out).await,
             other => self

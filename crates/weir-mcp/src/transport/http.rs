@@ -251,6 +251,13 @@ async fn post_mcp(
                     .request(&session, era, &id, &method, params, &sink)
                     .await
                 {
+                    // 2026-07-28: an unknown method is also an HTTP 404.
+                    Some(message)
+                        if era == Era::Stateless
+                            && message["error"]["code"] == code::METHOD_NOT_FOUND =>
+                    {
+                        (StatusCode::NOT_FOUND, axum::Json(message)).into_response()
+                    }
                     Some(message) => axum::Json(message).into_response(),
                     None => StatusCode::ACCEPTED.into_response(),
                 }

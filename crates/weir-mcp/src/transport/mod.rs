@@ -6,7 +6,7 @@ pub mod stdio;
 use serde_json::Value;
 
 use crate::jsonrpc::{RpcError, code};
-use crate::protocol::{Era, STATELESS_VERSION, SUPPORTED_VERSIONS, named_version};
+use crate::protocol::{Era, STATELESS_VERSION, SUPPORTED_VERSIONS, meta_key, named_version};
 
 /// The era a request belongs to, or why its revision is refused.
 /// `header` is the HTTP `MCP-Protocol-Version`, if any.
@@ -23,7 +23,21 @@ pub(crate) fn era_of(params: &Value, header: Option<&str>) -> Result<Era, RpcErr
         ));
     }
     match named.or(header.filter(|h| *h == STATELESS_VERSION)) {
-        Some(STATELESS_VERSION) => Ok(Era::Stateless),
+        Some(STATELESS_VERSION) => {
+            // Stateless requests carry everything about themselves.
+            let meta = crate::protocol::request_meta(params);
+            let missing: Vec<&str> = [meta_key::PROTOCOL_VERSION, meta_key::CLIENT_CAPABILITIES]
+                .into_iter()
+                .filter(|key| meta.is_none_or(|meta| !meta.contains_key(*key)))
+                .collect();
+            if !missing.is_empty() {
+                return Err(RpcError::invalid_params(format!(
+                    "a 2026-07-28 request must carry _meta {}; add them to params._meta",
+                    missing.join(" and ")
+                )));
+            }
+            Ok(Era::Stateless)
+        }
         Some(other) if named.is_some() && !SUPPORTED_VERSIONS.contains(&other) => {
             Err(RpcError::new(
                 code::UNSUPPORTED_VERSION,

@@ -140,7 +140,9 @@ async fn foreign_hosts_origins_and_missing_tokens_are_refused() {
     })
     .await;
     let client = reqwest::Client::new();
-    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
     let send = |origin: Option<&str>, host: Option<&str>, token: Option<&str>| {
         let mut request = client
             .post(format!("{base}/mcp"))
@@ -360,6 +362,44 @@ async fn closing_a_stateless_stream_cancels_its_run() {
         }
     }
     assert_eq!(state, "canceled");
+}
+
+#[tokio::test]
+async fn stateless_requests_need_their_meta_and_removed_methods_are_404() {
+    let (base, _) = start(HttpOptions::default()).await;
+    let http = reqwest::Client::new();
+    let post = |body: Value| {
+        http.post(format!("{base}/mcp"))
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2026-07-28")
+            .json(&body)
+            .send()
+    };
+    let bare = post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}))
+        .await
+        .unwrap();
+    assert_eq!(bare.status(), 400);
+    let error = bare.json::<Value>().await.unwrap()["error"].clone();
+    assert_eq!(error["code"], -32602);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("clientCapabilities"),
+        "{error}"
+    );
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    for removed in ["ping", "initialize", "logging/setLevel", "no/such/method"] {
+        let response =
+            post(json!({"jsonrpc": "2.0", "id": 2, "method": removed, "params": {"_meta": meta}}))
+                .await
+                .unwrap();
+        assert_eq!(response.status(), 404, "{removed}");
+        assert_eq!(
+            response.json::<Value>().await.unwrap()["error"]["code"],
+            -32601
+        );
+    }
 }
 
 #[tokio::test]

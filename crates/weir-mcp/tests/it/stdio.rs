@@ -251,8 +251,10 @@ async fn stateless_requests_are_served_beside_the_session() {
         )
         .await;
     assert_eq!(called["result"]["resultType"], "complete");
-    let unsupported = json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01"});
-    let (_, refused) = client.call(4, "ping", json!({"_meta": unsupported})).await;
+    let unsupported = json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {}});
+    let (_, refused) = client
+        .call(4, "tools/list", json!({"_meta": unsupported}))
+        .await;
     assert_eq!(refused["error"]["code"], -32022);
     assert_eq!(refused["error"]["data"]["requested"], "2099-01-01");
 }
