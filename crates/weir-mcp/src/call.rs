@@ -162,16 +162,17 @@ impl McpServer {
             let Some(event) = event else { break };
             let event = event.map_err(|error| FollowError::Rpc(internal(error)))?;
             result.add(&event);
-            let message = projector.project(&event);
             let fresh = resume_after.is_none_or(|after| event.seq > after);
-            if let (Some(message), true) = (message, fresh) {
-                let outgoing = Outgoing {
-                    event_id: Some(format!("{run_id}.{}", event.seq)),
-                    message,
-                };
-                out.send(outgoing)
-                    .await
-                    .map_err(|_| FollowError::ClientGone)?;
+            for message in projector.project(&event) {
+                if fresh {
+                    let outgoing = Outgoing {
+                        event_id: Some(format!("{run_id}.{}", event.seq)),
+                        message,
+                    };
+                    out.send(outgoing)
+                        .await
+                        .map_err(|_| FollowError::ClientGone)?;
+                }
             }
         }
         Ok(result.finish())

@@ -71,7 +71,16 @@ pub(crate) struct Projector {
     next_partial: u64,
     /// `_meta` to attach to every notification (task mode).
     meta: Option<Value>,
+    /// When (event time) the last progress notification went out.
+    last_progress_ts: Option<u64>,
+    /// A progress notification held back by the rate limit.
+    pending_progress: Option<Value>,
 }
+
+/// Progress notifications closer together than this (by event time) are
+/// coalesced: the newest waits and goes out with the next event that is due,
+/// and always before the result. Never reordered, never dropped at the end.
+const PROGRESS_INTERVAL_MS: u64 = 20;
 
 impl Projector {
     pub(crate) fn new(scope: Scope, meta: Option<Value>) -> Projector {
@@ -80,37 +89,72 @@ impl Projector {
             last_progress: None,
             next_partial: 0,
             meta,
+            last_progress_ts: None,
+            pending_progress: None,
         }
     }
 
-    /// The notification `event` becomes for this call, if any. Must see every
-    /// event of the run in order (also those not sent, on resume) so that
-    /// partial seqs stay dense.
-    pub(crate) fn project(&mut self, event: &RunEvent) -> Option<Value> {
-        let mut message = match &event.kind {
-            EventKind::Progress(progress) => self.progress(progress)?,
-            EventKind::Partial(partial) => {
-                let token = self.scope.partial_token.clone()?;
-                let seq = self.next_partial;
-                self.next_partial += 1;
-                let mut params = json!({
-                    "partialResultToken": token,
-                    "seq": seq,
-                    "content": partial.content.iter().map(content_json).collect::<Vec<_>>(),
-                });
-                if let Some(structured) = partial_structured(partial) {
-                    params["structuredContent"] = structured;
+    /// The notifications `event` becomes for this call: at most one of its
+    /// own, after a coalesced progress notification that is now due. Must see
+    /// every event of the run in order (also those not sent, on resume) so
+    /// that partial seqs stay dense.
+    pub(crate) fn project(&mut self, event: &RunEvent) -> impl Iterator<Item = Value> + use<> {
+        let due = event.kind.is_terminal()
+            || self
+                .last_progress_ts
+                .is_none_or(|last| event.ts.saturating_sub(last) >= PROGRESS_INTERVAL_MS);
+        let mut flushed = None;
+        let own = match &event.kind {
+            EventKind::Progress(progress) => match self.progress(progress) {
+                Some(message) if due => {
+                    self.last_progress_ts = Some(event.ts);
+                    self.pending_progress = None;
+                    Some(message)
                 }
-                notification("notifications/tools/partial_result", params)
+                // Too soon after the last one: the newest waits its turn.
+                Some(message) => {
+                    self.pending_progress = Some(message);
+                    None
+                }
+                None => None,
+            },
+            kind => {
+                if due && self.pending_progress.is_some() {
+                    self.last_progress_ts = Some(event.ts);
+                    flushed = self.pending_progress.take();
+                }
+                match kind {
+                    EventKind::Partial(partial) => self.partial(partial),
+                    EventKind::Log(log) => self.log(log.level, &log.text, Some(log.stream)),
+                    EventKind::Warning(warning) => {
+                        self.log(LogLevel::Warning, &warning.message, None)
+                    }
+                    _ => None,
+                }
             }
-            EventKind::Log(log) => self.log(log.level, &log.text, Some(log.stream))?,
-            EventKind::Warning(warning) => self.log(LogLevel::Warning, &warning.message, None)?,
-            _ => return None,
         };
-        if let Some(meta) = &self.meta {
-            message["params"]["_meta"] = meta.clone();
+        let meta = self.meta.clone();
+        flushed.into_iter().chain(own).map(move |mut message| {
+            if let Some(meta) = &meta {
+                message["params"]["_meta"] = meta.clone();
+            }
+            message
+        })
+    }
+
+    fn partial(&mut self, partial: &Partial) -> Option<Value> {
+        let token = self.scope.partial_token.clone()?;
+        let seq = self.next_partial;
+        self.next_partial += 1;
+        let mut params = json!({
+            "partialResultToken": token,
+            "seq": seq,
+            "content": partial.content.iter().map(content_json).collect::<Vec<_>>(),
+        });
+        if let Some(structured) = partial_structured(partial) {
+            params["structuredContent"] = structured;
         }
-        Some(message)
+        Some(notification("notifications/tools/partial_result", params))
     }
 
     fn progress(&mut self, progress: &Progress) -> Option<Value> {
@@ -256,5 +300,77 @@ impl ResultBuilder {
             result["isError"] = true.into();
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Era;
+    use weir_core::{Completed, RunId};
+
+    fn scope() -> Scope {
+        Scope {
+            era: Era::Session,
+            client_capabilities: json!({}),
+            progress_token: Some(json!("t")),
+            partial_token: None,
+            log_level: None,
+        }
+    }
+
+    fn event(seq: u64, ts: u64, kind: EventKind) -> RunEvent {
+        RunEvent {
+            run_id: RunId::parse("r").unwrap(),
+            seq,
+            ts,
+            kind,
+        }
+    }
+
+    fn progress(value: f64) -> EventKind {
+        EventKind::Progress(Progress {
+            progress: value,
+            ..Progress::default()
+        })
+    }
+
+    /// 100 progress reports within 10 ms become a few notifications; the
+    /// newest always goes out before the result, and values only increase.
+    #[test]
+    fn progress_is_coalesced_in_order_and_the_last_one_is_never_lost() {
+        let mut projector = Projector::new(scope(), None);
+        let mut sent: Vec<f64> = Vec::new();
+        for i in 0..100u64 {
+            let messages = projector.project(&event(i, 1_000 + i / 10, progress(i as f64)));
+            sent.extend(messages.map(|m| m["params"]["progress"].as_f64().unwrap()));
+        }
+        let done = projector.project(&event(
+            100,
+            1_010,
+            EventKind::Completed(Completed::default()),
+        ));
+        sent.extend(done.map(|m| m["params"]["progress"].as_f64().unwrap()));
+        assert!(
+            sent.len() < 10,
+            "not coalesced: {} notifications",
+            sent.len()
+        );
+        assert!(sent.windows(2).all(|w| w[0] < w[1]), "{sent:?}");
+        assert_eq!(sent.first(), Some(&0.0));
+        assert_eq!(sent.last(), Some(&99.0));
+    }
+
+    #[test]
+    fn spaced_progress_passes_untouched() {
+        let mut projector = Projector::new(scope(), None);
+        let sent: usize = (0..5u64)
+            .map(|i| {
+                projector
+                    .project(&event(i, i * PROGRESS_INTERVAL_MS, progress(i as f64)))
+                    .count()
+            })
+            .sum();
+        assert_eq!(sent, 5);
     }
 }
