@@ -95,7 +95,7 @@ impl McpServer {
         session.track_call(request_id, &run_id, scope);
         let inputs = answering.then(|| (asked, session.clone()));
         let followed = self
-            .follow_answering(&run_id, None, scope.clone(), None, out, inputs)
+            .follow_answering(&run_id, None, scope.clone(), out, inputs)
             .await;
         let cancelled_by_client = session.finish_call(request_id);
         match followed {
@@ -121,10 +121,9 @@ impl McpServer {
         run_id: &RunId,
         resume_after: Option<Seq>,
         scope: Scope,
-        meta: Option<Value>,
         out: &Outbound,
     ) -> Result<Value, FollowError> {
-        self.follow_answering(run_id, resume_after, scope, meta, out, None)
+        self.follow_answering(run_id, resume_after, scope, out, None)
             .await
     }
 
@@ -135,13 +134,12 @@ impl McpServer {
         run_id: &RunId,
         resume_after: Option<Seq>,
         scope: Scope,
-        meta: Option<Value>,
         out: &Outbound,
         mut inputs: Option<(mpsc::Receiver<InputRequest>, Arc<Session>)>,
     ) -> Result<Value, FollowError> {
         let log = self.inner.scheduler.log();
         let capabilities = scope.client_capabilities.clone();
-        let mut projector = Projector::new(scope, meta);
+        let mut projector = Projector::new(scope);
         let mut result = ResultBuilder::new(run_id.clone(), self.inner.config.result_limit);
         let mut events = log.subscribe_from(run_id, 0);
         loop {
@@ -188,7 +186,7 @@ impl McpServer {
             partial_token: None,
             log_level: None,
         };
-        match self.follow(run_id, None, quiet, None, &sink).await {
+        match self.follow(run_id, None, quiet, &sink).await {
             Ok(result) => Ok(result),
             Err(FollowError::Rpc(error)) => Err(error),
             Err(FollowError::ClientGone) => Err(RpcError::internal("lost the result stream")),
@@ -214,12 +212,9 @@ async fn relay_question(
     }
     let (id, answer) = session.expect_response();
     let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": asked.params });
-    out.send(Outgoing {
-        event_id: None,
-        message: request,
-    })
-    .await
-    .map_err(|_| FollowError::ClientGone)?;
+    out.send(Outgoing::message(request))
+        .await
+        .map_err(|_| FollowError::ClientGone)?;
     tokio::spawn(async move {
         let answer = match answer.await {
             Ok(Ok(result)) => Ok(result),

@@ -69,8 +69,6 @@ pub(crate) struct Projector {
     last_progress: Option<f64>,
     /// Next SEP-2998 `seq`: dense from 0 over the call's partials.
     next_partial: u64,
-    /// `_meta` to attach to every notification (task mode).
-    meta: Option<Value>,
     /// When (event time) the last progress notification went out.
     last_progress_ts: Option<u64>,
     /// A progress notification held back by the rate limit.
@@ -83,12 +81,11 @@ pub(crate) struct Projector {
 const PROGRESS_INTERVAL_MS: u64 = 20;
 
 impl Projector {
-    pub(crate) fn new(scope: Scope, meta: Option<Value>) -> Projector {
+    pub(crate) fn new(scope: Scope) -> Projector {
         Projector {
             scope,
             last_progress: None,
             next_partial: 0,
-            meta,
             last_progress_ts: None,
             pending_progress: None,
         }
@@ -133,13 +130,7 @@ impl Projector {
                 }
             }
         };
-        let meta = self.meta.clone();
-        flushed.into_iter().chain(own).map(move |mut message| {
-            if let Some(meta) = &meta {
-                message["params"]["_meta"] = meta.clone();
-            }
-            message
-        })
+        flushed.into_iter().chain(own)
     }
 
     fn partial(&mut self, partial: &Partial) -> Option<Value> {
@@ -339,7 +330,7 @@ mod tests {
     /// newest always goes out before the result, and values only increase.
     #[test]
     fn progress_is_coalesced_in_order_and_the_last_one_is_never_lost() {
-        let mut projector = Projector::new(scope(), None);
+        let mut projector = Projector::new(scope());
         let mut sent: Vec<f64> = Vec::new();
         for i in 0..100u64 {
             let messages = projector.project(&event(i, 1_000 + i / 10, progress(i as f64)));
@@ -363,7 +354,7 @@ mod tests {
 
     #[test]
     fn spaced_progress_passes_untouched() {
-        let mut projector = Projector::new(scope(), None);
+        let mut projector = Projector::new(scope());
         let sent: usize = (0..5u64)
             .map(|i| {
                 projector

@@ -26,6 +26,16 @@ pub(crate) struct Outgoing {
     pub(crate) message: Value,
 }
 
+impl Outgoing {
+    /// A message with no SSE id (it cannot be resumed after).
+    pub(crate) fn message(message: Value) -> Outgoing {
+        Outgoing {
+            event_id: None,
+            message,
+        }
+    }
+}
+
 /// Where a request's notifications go.
 pub(crate) type Outbound = mpsc::Sender<Outgoing>;
 

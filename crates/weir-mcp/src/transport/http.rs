@@ -300,12 +300,7 @@ fn respond_streaming(
             .request(&session, era, &id, &method, params, &outbound)
             .await;
         if let Some(message) = reply {
-            let _ = outbound
-                .send(Outgoing {
-                    event_id: None,
-                    message,
-                })
-                .await;
+            let _ = outbound.send(Outgoing::message(message)).await;
         }
     });
     sse_response(outgoing)
@@ -354,20 +349,12 @@ async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Res
     let (outbound, outgoing) = mpsc::channel::<Outgoing>(256);
     let server = state.server.clone();
     tokio::spawn(async move {
-        let message = match server
-            .follow(&run_id, Some(seq), scope, None, &outbound)
-            .await
-        {
+        let message = match server.follow(&run_id, Some(seq), scope, &outbound).await {
             Ok(result) => crate::jsonrpc::response(&request_id, result),
             Err(crate::call::FollowError::Rpc(error)) => error_response(&request_id, &error),
             Err(crate::call::FollowError::ClientGone) => return,
         };
-        let _ = outbound
-            .send(Outgoing {
-                event_id: None,
-                message,
-            })
-            .await;
+        let _ = outbound.send(Outgoing::message(message)).await;
     });
     sse_response(outgoing)
 }

@@ -94,12 +94,7 @@ pub async fn serve_lines(
                         Err(error) => Some(error_response(&id, &error)),
                     };
                     if let Some(message) = reply {
-                        let _ = outbound
-                            .send(Outgoing {
-                                event_id: None,
-                                message,
-                            })
-                            .await;
+                        let _ = outbound.send(Outgoing::message(message)).await;
                     }
                 });
             }
