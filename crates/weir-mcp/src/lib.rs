@@ -30,6 +30,7 @@
 
 mod call;
 pub mod catalog;
+pub mod client;
 pub mod fixtures;
 mod jsonrpc;
 mod projection;

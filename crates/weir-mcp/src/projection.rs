@@ -51,15 +51,18 @@ pub(crate) fn content_json(content: &Content) -> Value {
     }
 }
 
-/// The structured part of a partial: its items (and group).
+/// The structured part of a partial: its items and its group. The group
+/// goes out also without items, so that a client can tell, say, a program's
+/// stderr from its stdout.
 fn partial_structured(partial: &Partial) -> Option<Value> {
-    (!partial.items.is_empty()).then(|| {
-        let mut structured = json!({ "items": partial.items });
-        if let Some(group) = &partial.group {
-            structured["group"] = group.clone().into();
-        }
-        structured
-    })
+    let mut structured = Map::new();
+    if !partial.items.is_empty() {
+        structured.insert("items".into(), partial.items.clone().into());
+    }
+    if let Some(group) = &partial.group {
+        structured.insert("group".into(), group.clone().into());
+    }
+    (!structured.is_empty()).then_some(Value::Object(structured))
 }
 
 /// Turns events into notifications for one call, per the call's scope.

@@ -11,6 +11,8 @@ pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_FAILED: u8 = 1;
 /// The run was canceled.
 pub(crate) const EXIT_CANCELED: u8 = 3;
+/// The server could not be reached, or broke or refused the protocol.
+pub(crate) const EXIT_UNREACHABLE: u8 = 4;
 
 /// weir: a streaming runtime for long-running tools.
 #[derive(Debug, Parser)]
@@ -49,6 +51,96 @@ pub(crate) enum Command {
     /// Inspect and follow runs in the data directory.
     #[command(subcommand)]
     Runs(RunsCommand),
+    /// Call a tool on an MCP server and stream what it sends: progress (a bar
+    /// on a terminal), partial results, then the result. Ctrl-C cancels the
+    /// call; exit code 0 completed, 1 failed, 3 canceled, 4 unreachable or
+    /// refused.
+    Call(CallArgs),
+    /// List the tools of an MCP server, with their arguments.
+    Tools(ToolsArgs),
+}
+
+/// Which MCP server to talk to, and how.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServerArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Bearer token for --url.
+    #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// Protocol revision: auto (2026-07-28 when an HTTP server offers it, else 2025-11-25).
+    #[arg(long, value_enum, value_name = "REVISION", default_value_t = ProtocolArg::Auto)]
+    pub(crate) protocol: ProtocolArg,
+}
+
+/// The server: exactly one of --stdio and --url.
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct TargetArgs {
+    /// Spawn this server command (run by `sh -c`) and speak MCP on its stdin/stdout.
+    #[arg(long, value_name = "CMD")]
+    pub(crate) stdio: Option<String>,
+    /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp.
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Option<String>,
+}
+
+/// `--protocol`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ProtocolArg {
+    /// Negotiate.
+    Auto,
+    /// Sessions: initialize, Last-Event-ID resume.
+    #[value(name = "2025-11-25")]
+    Sessions,
+    /// Stateless.
+    #[value(name = "2026-07-28")]
+    Stateless,
+}
+
+/// `weir call`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CallArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    /// The tool to call.
+    pub(crate) tool: String,
+    /// Arguments, as key=value: a value that parses as JSON is that JSON
+    /// (count=3, flag=true, list=[1,2]), anything else a string.
+    #[arg(value_name = "KEY=VALUE")]
+    pub(crate) args: Vec<String>,
+    /// Arguments as one JSON object; key=value pairs are set over it.
+    #[arg(long = "json", value_name = "ARGS")]
+    pub(crate) json: Option<String>,
+    /// Run the call as a task: the server answers at once, weir polls it.
+    #[arg(long)]
+    pub(crate) task: bool,
+    /// Give up after this many seconds (the call is cancelled on the server).
+    #[arg(long, value_name = "S")]
+    pub(crate) timeout: Option<f64>,
+    /// text: results on stdout, a progress bar on a terminal's stderr;
+    /// jsonl: every event as one JSON line on stdout.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) output: OutputFormat,
+}
+
+/// `weir call --output`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// For people.
+    Text,
+    /// One JSON event per line.
+    Jsonl,
+}
+
+/// `weir tools`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ToolsArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    /// Print the tools (with their full schemas) as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -62,6 +154,14 @@ pub(crate) struct ServeArgs {
     /// Register the conformance and streaming fixtures (tools, resources, prompts).
     #[arg(long)]
     pub(crate) fixtures: bool,
+    /// Do not register the code execution tools (execute_code, validate_code, list_languages).
+    #[arg(long)]
+    pub(crate) no_exec: bool,
+    /// How execute_code isolates programs: auto (bubblewrap when it works
+    /// here, else limits only, with a warning), require (refuse to start
+    /// without it), off (limits only).
+    #[arg(long, value_name = "MODE", default_value_t = weir_tools::exec::SandboxMode::Auto)]
+    pub(crate) exec_sandbox: weir_tools::exec::SandboxMode,
     /// Keep runs in memory only (nothing written to the data directory).
     #[arg(long)]
     pub(crate) memory: bool,
@@ -142,6 +242,13 @@ pub(crate) enum RunsCommand {
         /// Print one JSON event per line.
         #[arg(long)]
         json: bool,
+        /// Follow the run on a weir server over HTTP (its GET /runs/{id}/events)
+        /// instead of in the data directory; URL is the server's MCP endpoint or root.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// Bearer token for --url.
+        #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
+        token: Option<String>,
     },
 }
 

@@ -1,10 +1,15 @@
 //! The `weir` command. Parses arguments into plain data ([`cli`]), then runs
 //! one subcommand; `anyhow` lives here and nowhere else.
 
+mod call;
 mod cli;
 mod output;
+mod progress_bar;
+mod remote;
 mod runs;
+mod runs_remote;
 mod serve;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -35,7 +40,16 @@ fn main() -> ExitCode {
 async fn run(args: cli::Args) -> anyhow::Result<u8> {
     let data_dir = args.data_dir();
     match args.command {
+        cli::Command::Runs(cli::RunsCommand::Tail {
+            id,
+            from,
+            json,
+            url: Some(url),
+            token,
+        }) => runs_remote::tail(&url, token, &id, from, json).await,
         cli::Command::Runs(runs) => runs::run(&data_dir, runs).await,
+        cli::Command::Call(call) => call::run(call).await,
+        cli::Command::Tools(tools) => tools::run(tools).await,
         cli::Command::Serve(serve) => serve::run(&data_dir, serve).await,
     }
 }

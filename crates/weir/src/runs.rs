@@ -91,7 +91,7 @@ pub(crate) async fn run(data_dir: &Path, command: RunsCommand) -> anyhow::Result
             }
             Ok(EXIT_OK)
         }
-        RunsCommand::Tail { id, from, json } => {
+        RunsCommand::Tail { id, from, json, .. } => {
             let log: std::sync::Arc<dyn EventLog> = std::sync::Arc::new(log);
             let mut events = log.subscribe_from(&id, from);
             let mut ended = None;

@@ -10,6 +10,7 @@ use weir_mcp::transport::http::HttpOptions;
 use weir_mcp::{McpServer, ServerConfig, fixtures, transport};
 use weir_runtime::log::SqliteOptions;
 use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig, SqliteLog, Tool};
+use weir_tools::exec::{ExecConfig, ExecPack};
 
 use crate::cli::{DEFAULT_HTTP_ADDR, EXIT_OK, ServeArgs};
 use crate::runs::DB_FILE;
@@ -30,13 +31,25 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<u8> 
             .with_context(|| format!("opening the event log in {}", data_dir.display()))?;
         (Arc::new(log), format!("sqlite:{}", path.display()))
     };
-    let (tools, catalog): (Vec<Arc<dyn Tool>>, Arc<dyn Catalog>) = if args.fixtures {
+    let (mut tools, catalog): (Vec<Arc<dyn Tool>>, Arc<dyn Catalog>) = if args.fixtures {
         let mut tools = fixtures::conformance_tools();
         tools.push(fixtures::stream_tool());
         (tools, Arc::new(fixtures::FixtureCatalog))
     } else {
         (Vec::new(), Arc::new(EmptyCatalog))
     };
+    if !args.no_exec {
+        let exec = ExecPack::detect(ExecConfig {
+            sandbox: args.exec_sandbox,
+            ..ExecConfig::default()
+        })
+        .await
+        .context("starting the code execution tools (--no-exec leaves them out)")?;
+        if let Some(reason) = exec.unsandboxed_reason() {
+            eprintln!("weir: warning: execute_code runs programs WITHOUT a sandbox: {reason}");
+        }
+        tools.extend(exec.tools());
+    }
     let config = SchedulerConfig {
         max_concurrent: args.max_concurrent,
         max_per_tool: args.max_concurrent,

@@ -1,0 +1,349 @@
+//! The typed data a caller sees: call events, results, tool descriptions,
+//! and their conversion from MCP's wire JSON (the one place that reads it).
+
+use serde::Serialize;
+use serde_json::Value;
+use weir_core::{Content, LogLevel};
+
+use super::ClientError;
+
+/// One thing that happened during a call. A call's stream yields any number
+/// of `Progress`, `Partial`, `Log` and `Task` events, then exactly one
+/// `Result` or `Error`, last.
+#[derive(Clone, Debug)]
+pub enum CallEvent {
+    /// `notifications/progress` for this call.
+    Progress {
+        /// How far, strictly increasing.
+        progress: f64,
+        /// Out of how much, when known.
+        total: Option<f64>,
+        /// What the server says it is doing.
+        message: Option<String>,
+    },
+    /// A SEP-2998 partial result: a piece of the result, in `seq` order
+    /// (each `seq` at most once, also across a resumed stream).
+    Partial {
+        /// Dense from 0 per call, as the server numbered it.
+        seq: u64,
+        /// Content blocks of this piece.
+        content: Vec<Content>,
+        /// Its structured part, if any.
+        structured: Option<Value>,
+    },
+    /// A logging notification (`notifications/message`).
+    Log {
+        /// Severity.
+        level: LogLevel,
+        /// The server's logger name, e.g. `stdout`.
+        logger: Option<String>,
+        /// The message: usually a string, any JSON value.
+        data: Value,
+    },
+    /// The call runs as a task, and its status is now this.
+    Task {
+        /// The task's id.
+        task_id: String,
+        /// Its status.
+        status: TaskStatus,
+        /// The server's `statusMessage`.
+        message: Option<String>,
+    },
+    /// Terminal: the tool's result (which may be a tool error, `is_error`).
+    Result(CallResult),
+    /// Terminal: the call did not produce a result.
+    Error(ClientError),
+}
+
+impl CallEvent {
+    /// Whether this event ends the call.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, CallEvent::Result(_) | CallEvent::Error(_))
+    }
+}
+
+/// A `CallToolResult`, typed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CallResult {
+    /// The content blocks, complete (the server's final word: partials were
+    /// a preview of it).
+    pub content: Vec<Content>,
+    /// `structuredContent`, if any.
+    pub structured: Option<Value>,
+    /// Whether the tool reported an error (`isError`).
+    pub is_error: bool,
+}
+
+/// A task's status (both task designs use these names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Running.
+    Working,
+    /// Waiting for input from a client.
+    InputRequired,
+    /// Terminal: finished with a result.
+    Completed,
+    /// Terminal: failed.
+    Failed,
+    /// Terminal: cancelled.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Whether the task has ended.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+
+    /// The wire name, e.g. `input_required`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Whether a tool may, must or must not run as a task (2025-11-25
+/// `execution.taskSupport`; absent means forbidden).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSupport {
+    /// Never as a task.
+    Forbidden,
+    /// Either way.
+    Optional,
+    /// Only as a task.
+    Required,
+}
+
+/// A tool as `tools/list` describes it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolDescription {
+    /// Its name, to call it by.
+    pub name: String,
+    /// A human-readable title, if given.
+    pub title: Option<String>,
+    /// What it does.
+    pub description: Option<String>,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+    /// JSON Schema of its `structuredContent`, if declared.
+    pub output_schema: Option<Value>,
+    /// Whether it runs as a task.
+    pub task_support: TaskSupport,
+    /// Whether it streams partial results (`annotations.streamingHint`).
+    pub streams: bool,
+}
+
+/// A content block from MCP JSON. Block types this client does not know
+/// become text holding their JSON, so nothing the server said is lost.
+pub(crate) fn content_from_wire(block: &Value) -> Content {
+    let text = |key: &str| block.get(key).and_then(Value::as_str).map(str::to_owned);
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let known = match kind {
+        "text" => text("text").map(|text| Content::Text { text }),
+        "image" | "audio" => match (text("data"), text("mimeType")) {
+            (Some(data), Some(mime_type)) if kind == "image" => {
+                Some(Content::Image { data, mime_type })
+            }
+            (Some(data), Some(mime_type)) => Some(Content::Audio { data, mime_type }),
+            _ => None,
+        },
+        "resource" => block.get("resource").and_then(|resource| {
+            let field = |key: &str| resource.get(key).and_then(Value::as_str).map(str::to_owned);
+            Some(Content::Resource {
+                uri: field("uri")?,
+                mime_type: field("mimeType"),
+                text: field("text"),
+                blob: field("blob"),
+            })
+        }),
+        "resource_link" => text("uri").map(|uri| Content::ResourceLink {
+            name: text("name").unwrap_or_else(|| uri.clone()),
+            uri,
+            mime_type: text("mimeType"),
+        }),
+        _ => None,
+    };
+    known.unwrap_or_else(|| Content::Text {
+        text: block.to_string(),
+    })
+}
+
+fn contents_from_wire(blocks: Option<&Value>) -> Vec<Content> {
+    blocks
+        .and_then(Value::as_array)
+        .map(|blocks| blocks.iter().map(content_from_wire).collect())
+        .unwrap_or_default()
+}
+
+/// A `CallToolResult` from its JSON.
+pub(crate) fn result_from_wire(result: &Value) -> Result<CallResult, ClientError> {
+    if !result.get("content").is_none_or(Value::is_array) {
+        return Err(ClientError::Protocol(format!(
+            "a tools/call result's content is not a list: {}",
+            clip(result)
+        )));
+    }
+    Ok(CallResult {
+        content: contents_from_wire(result.get("content")),
+        structured: result.get("structuredContent").cloned(),
+        is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
+    })
+}
+
+/// A `notifications/tools/partial_result`'s params as an event.
+pub(crate) fn partial_from_wire(params: &Value) -> Option<CallEvent> {
+    Some(CallEvent::Partial {
+        seq: params.get("seq")?.as_u64()?,
+        content: contents_from_wire(params.get("content")),
+        structured: params.get("structuredContent").cloned(),
+    })
+}
+
+/// A `notifications/progress`'s params as an event.
+pub(crate) fn progress_from_wire(params: &Value) -> Option<CallEvent> {
+    Some(CallEvent::Progress {
+        progress: params.get("progress")?.as_f64()?,
+        total: params.get("total").and_then(Value::as_f64),
+        message: params
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+/// A `notifications/message`'s params as an event.
+pub(crate) fn log_from_wire(params: &Value) -> CallEvent {
+    CallEvent::Log {
+        level: params
+            .get("level")
+            .cloned()
+            .and_then(|level| serde_json::from_value(level).ok())
+            .unwrap_or(LogLevel::Info),
+        logger: params
+            .get("logger")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        data: params.get("data").cloned().unwrap_or(Value::Null),
+    }
+}
+
+/// A task's status from its wire name.
+pub(crate) fn task_status_from_wire(status: &str) -> Option<TaskStatus> {
+    Some(match status {
+        "working" => TaskStatus::Working,
+        "input_required" => TaskStatus::InputRequired,
+        "completed" => TaskStatus::Completed,
+        "failed" => TaskStatus::Failed,
+        "cancelled" | "canceled" => TaskStatus::Cancelled,
+        _ => return None,
+    })
+}
+
+/// A tool from `tools/list`.
+pub(crate) fn tool_from_wire(tool: &Value) -> Option<ToolDescription> {
+    let text = |key: &str| tool.get(key).and_then(Value::as_str).map(str::to_owned);
+    let task_support = match tool
+        .pointer("/execution/taskSupport")
+        .and_then(Value::as_str)
+    {
+        Some("required") => TaskSupport::Required,
+        Some("optional") => TaskSupport::Optional,
+        _ => TaskSupport::Forbidden,
+    };
+    Some(ToolDescription {
+        name: text("name")?,
+        title: text("title"),
+        description: text("description"),
+        input_schema: tool
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+        output_schema: tool.get("outputSchema").cloned(),
+        task_support,
+        streams: tool
+            .pointer("/annotations/streamingHint")
+            .and_then(Value::as_bool)
+            == Some(true),
+    })
+}
+
+/// A value shortened for an error message.
+pub(crate) fn clip(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_mcp_content_block_is_typed_and_unknown_ones_are_kept() {
+        let blocks = json!([
+            {"type": "text", "text": "hi"},
+            {"type": "image", "data": "AA==", "mimeType": "image/png"},
+            {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "body"}},
+            {"type": "resource_link", "uri": "weir://runs/1", "name": "run 1"},
+            {"type": "hologram", "depth": 3}
+        ]);
+        let content = contents_from_wire(Some(&blocks));
+        assert_eq!(
+            content,
+            [
+                Content::text("hi"),
+                Content::Image {
+                    data: "AA==".into(),
+                    mime_type: "image/png".into()
+                },
+                Content::Audio {
+                    data: "AA==".into(),
+                    mime_type: "audio/wav".into()
+                },
+                Content::Resource {
+                    uri: "test://r".into(),
+                    mime_type: Some("text/plain".into()),
+                    text: Some("body".into()),
+                    blob: None
+                },
+                Content::ResourceLink {
+                    uri: "weir://runs/1".into(),
+                    name: "run 1".into(),
+                    mime_type: None
+                },
+                Content::text(r#"{"depth":3,"type":"hologram"}"#),
+            ]
+        );
+    }
+
+    #[test]
+    fn results_and_tools_are_read_leniently_but_not_blindly() {
+        let result = result_from_wire(&json!({"content": [{"type": "text", "text": "x"}], "isError": true, "structuredContent": {"n": 1}})).unwrap();
+        assert!(result.is_error);
+        assert_eq!(result.structured, Some(json!({"n": 1})));
+        assert!(result_from_wire(&json!({"content": "x"})).is_err());
+        let tool = tool_from_wire(&json!({"name": "t", "execution": {"taskSupport": "required"}, "annotations": {"streamingHint": true}})).unwrap();
+        assert_eq!(tool.task_support, TaskSupport::Required);
+        assert!(tool.streams);
+        assert_eq!(tool.input_schema, json!({"type": "object"}));
+        let plain = tool_from_wire(&json!({"name": "p"})).unwrap();
+        assert_eq!(plain.task_support, TaskSupport::Forbidden);
+    }
+}

@@ -1,0 +1,177 @@
+//! weir's plain SSE API, client side: `GET /runs/{id}/events` followed to
+//! the run's terminal event, reconnecting with `Last-Event-ID` (the event's
+//! seq) when the connection drops, so no event is lost or repeated.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{ACCEPT, AUTHORIZATION};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+use weir_core::{RunEvent, Seq};
+
+use super::ClientError;
+use super::connection::{base_url, http_client, root_cause};
+use super::sse::SseParser;
+
+/// Consecutive failed reconnections before giving up.
+const RECONNECTS: u32 = 10;
+
+/// A run's events, from a seq to its terminal event; see [`follow_run`].
+pub struct RunEvents {
+    events: mpsc::Receiver<Result<RunEvent, ClientError>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl RunEvents {
+    /// The next event; `None` after the terminal event (or an error).
+    pub async fn next(&mut self) -> Option<Result<RunEvent, ClientError>> {
+        self.events.recv().await
+    }
+}
+
+impl Stream for RunEvents {
+    type Item = Result<RunEvent, ClientError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl Drop for RunEvents {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Follows run `run_id` on the weir server at `url` (its MCP endpoint, e.g.
+/// `http://127.0.0.1:8765/mcp`, or its root), from event `from` on.
+pub fn follow_run(url: &str, token: Option<String>, run_id: &str, from: Seq) -> RunEvents {
+    let endpoint = format!("{}/runs/{run_id}/events", base_url(url));
+    let (sender, events) = mpsc::channel(256);
+    let reader = tokio::spawn(async move {
+        if let Err(error) = read(&endpoint, token.as_deref(), from, &sender).await {
+            let _ = sender.send(Err(error)).await;
+        }
+    });
+    RunEvents { events, reader }
+}
+
+/// An SSE `error` event that is not a run event: the server failed to read.
+#[derive(Deserialize)]
+struct ReadFailure {
+    message: String,
+}
+
+async fn read(
+    endpoint: &str,
+    token: Option<&str>,
+    from: Seq,
+    sender: &mpsc::Sender<Result<RunEvent, ClientError>>,
+) -> Result<(), ClientError> {
+    let http = http_client()?;
+    let mut next: Seq = from;
+    let mut failures = 0u32;
+    let mut last_problem = String::new();
+    loop {
+        if failures > 0 {
+            if failures > RECONNECTS {
+                return Err(ClientError::StreamLost {
+                    reason: format!(
+                        "{last_problem}; {RECONNECTS} attempts to reconnect to {endpoint} failed"
+                    ),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100u64 << (failures - 1).min(5))).await;
+        }
+        let mut request = http
+            .get(format!("{endpoint}?from={next}"))
+            .header(ACCEPT, "text/event-stream");
+        if next > 0 {
+            request = request.header("last-event-id", (next - 1).to_string());
+        }
+        if let Some(token) = token {
+            request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => {
+                last_problem = root_cause(&error);
+                if next == from && failures == 0 {
+                    return Err(ClientError::Unreachable {
+                        url: endpoint.to_owned(),
+                        reason: last_problem,
+                    });
+                }
+                failures += 1;
+                continue;
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            let message = serde_json::from_str::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|json| {
+                    json.pointer("/error/message")
+                        .and_then(|m| m.as_str())
+                        .map(str::to_owned)
+                })
+                .unwrap_or(body);
+            return Err(ClientError::Http {
+                url: endpoint.to_owned(),
+                status: status.as_u16(),
+                message,
+            });
+        }
+        let mut body = response.bytes_stream();
+        let mut parser = SseParser::default();
+        loop {
+            let chunk = match body.next().await {
+                Some(Ok(chunk)) => chunk,
+                Some(Err(error)) => {
+                    last_problem = root_cause(&error);
+                    break;
+                }
+                None => {
+                    last_problem = "the server ended the stream before the run ended".into();
+                    break;
+                }
+            };
+            for event in parser.feed(&chunk) {
+                if event.event.as_deref() == Some("heartbeat") || event.data.is_empty() {
+                    continue;
+                }
+                let run_event = match serde_json::from_str::<RunEvent>(&event.data) {
+                    Ok(run_event) => run_event,
+                    Err(error) => {
+                        return Err(match serde_json::from_str::<ReadFailure>(&event.data) {
+                            Ok(failure) => ClientError::StreamLost {
+                                reason: format!(
+                                    "the server could not read the run: {}",
+                                    failure.message
+                                ),
+                            },
+                            Err(_) => ClientError::Protocol(format!(
+                                "a run event that does not parse ({error}): {}",
+                                event.data.chars().take(200).collect::<String>()
+                            )),
+                        });
+                    }
+                };
+                if run_event.seq < next {
+                    continue; // already delivered before a reconnect
+                }
+                next = run_event.seq + 1;
+                failures = 0;
+                let terminal = run_event.kind.is_terminal();
+                if sender.send(Ok(run_event)).await.is_err() || terminal {
+                    return Ok(());
+                }
+            }
+        }
+        failures += 1;
+    }
+}
