@@ -151,6 +151,9 @@ impl McpServer {
             };
             let event = tokio::select! {
                 event = events.next() => event,
+                // The client left (2026-07-28: that cancels the call) even
+                // if this call has nothing to send it.
+                () = out.closed() => return Err(FollowError::ClientGone),
                 Some(asked) = asked => {
                     let session = &inputs.as_ref().expect("asked through it").1;
                     relay_question(session, &capabilities, asked, out).await?;

@@ -225,8 +225,11 @@ impl ResultBuilder {
     }
 
     fn keep(&mut self, value: Value, into_items: bool) {
+        if self.truncated {
+            return;
+        }
         let size = value.to_string().len();
-        if self.truncated || self.used + size > self.limit {
+        if self.used + size > self.limit {
             self.truncated = true;
             return;
         }

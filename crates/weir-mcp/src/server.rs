@@ -256,12 +256,18 @@ impl McpServer {
         let catalog = &self.inner.catalog;
         match method {
             "ping" => Ok(json!({})),
-            "server/discover" => Ok(json!({
-                "supportedVersions": SUPPORTED_VERSIONS,
-                "capabilities": self.capabilities(Era::Stateless),
-                "serverInfo": self.server_info(),
-                "instructions": self.inner.config.instructions,
-            })),
+            "server/discover" => {
+                // serverInfo travels in `_meta` (see `request`); absent
+                // instructions are left out, not null (the schema says string).
+                let mut discovered = json!({
+                    "supportedVersions": SUPPORTED_VERSIONS,
+                    "capabilities": self.capabilities(Era::Stateless),
+                });
+                if let Some(instructions) = &self.inner.config.instructions {
+                    discovered["instructions"] = instructions.clone().into();
+                }
+                Ok(discovered)
+            }
             "tools/list" => Ok(json!({ "tools": self.tool_list() })),
             "resources/list" => Ok(json!({ "resources": catalog.resources() })),
             "resources/templates/list" => {

@@ -69,9 +69,15 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<u8> 
         },
     );
     if args.stdio {
+        let scheduler = server.scheduler().clone();
         transport::stdio::serve_stdio(server)
             .await
             .context("serving stdio")?;
+        // The client is gone: end its runs as canceled rather than leaving
+        // them to be found interrupted at the next start.
+        scheduler
+            .shutdown("the client closed stdin", Duration::from_secs(2))
+            .await;
         return Ok(EXIT_OK);
     }
     let addr = args

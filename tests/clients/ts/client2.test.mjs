@@ -3,11 +3,8 @@
 // initialize, 2025-11-25) and 'auto' (probes server/discover; weir answers, so the client
 // speaks the stateless 2026-07-28 revision).
 //
-// Server bug (see DISCOVER_BUG below): weir's server/discover result carries
-// `"instructions": null`, which the 2026-07-28 schema does not allow (`instructions?: string`),
-// so 'auto' silently falls back to legacy. Until that is fixed the 2026-07-28 tests connect
-// with `connect(transport, { prior: { kind: 'modern', discover } })` (no probe), and one
-// test pins the bug so that it fails once the bug is fixed.
+// The 'modern' tests connect with `connect(transport, { prior: { kind: 'modern', discover } })`
+// (no probe); the '[auto]' test checks that probing server/discover negotiates 2026-07-28.
 //
 // What client 2.x can and cannot do here:
 // - Progress: `onprogress` in the request options.
@@ -90,21 +87,6 @@ const WEIR_DISCOVER = {
     ttlMs: 0,
     cacheScope: 'private'
 };
-
-/**
- * A check that fails today because of a known weir bug. Passes while the bug is
- * there; fails (asking to drop the workaround) once it is fixed: a strict xfail.
- */
-async function knownBug(description, check) {
-    let fixed = false;
-    try {
-        await check();
-        fixed = true;
-    } catch {
-        // still there
-    }
-    assert.ok(!fixed, `weir bug appears fixed (${description}): remove knownBug() and its workaround`);
-}
 
 /** Where a test's clients connect: stdio (the SDK spawns and kills the server) or an
  * HTTP server the test started (killed when the test ends). */
@@ -224,11 +206,7 @@ for (const transport of ['stdio', 'http']) {
         test('[auto] negotiates 2026-07-28 through server/discover', async t => {
             const target = await openTarget(t, transport);
             const client = await target.connect({ mode: 'auto' });
-            // DISCOVER_BUG: weir answers server/discover with "instructions": null.
-            await knownBug('server/discover result fails the 2026-07-28 schema', async () => {
-                assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
-            });
-            assert.equal(client.getNegotiatedProtocolVersion(), '2025-11-25', 'fell back to legacy');
+            assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
         });
 
         for (const mode of ['legacy', 'modern']) {
@@ -280,17 +258,7 @@ for (const transport of ['stdio', 'http']) {
                 test(name, async t => {
                     const target = await openTarget(t, transport);
                     const client = await target.connect({ mode });
-                    const bug = quiet && mode === 'modern' && transport === 'http';
-                    // (A ~20 s run cannot end by itself within 3 s.)
-                    const check = () => cancelLongCall(client, quiet, bug ? { endTimeoutMs: 3_000 } : {});
-                    if (bug) {
-                        // QUIET_CANCEL_BUG: in 2026-07-28 over HTTP, closing the stream is the
-                        // cancellation; weir notices the close only when it next writes to the
-                        // stream, and a call without progress or partials writes nothing.
-                        await knownBug('a quiet 2026-07-28 HTTP call is not cancelled when its stream closes', check);
-                    } else {
-                        await check();
-                    }
+                    await cancelLongCall(client, quiet);
                 });
             }
         }

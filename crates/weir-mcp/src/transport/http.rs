@@ -79,6 +79,10 @@ pub async fn serve_http(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
+    // No Nagle: a lone small SSE event must not wait for the peer's delayed ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        let _ = stream.set_nodelay(true);
+    });
     axum::serve(listener, router(server, options)).await
 }
 

@@ -27,16 +27,18 @@ pub async fn serve_lines(
 ) -> io::Result<()> {
     let (outbound, mut outgoing) = mpsc::channel::<Outgoing>(1024);
     let writer = tokio::spawn(async move {
-        let mut line = Vec::with_capacity(4096);
-        while let Some(Outgoing { message, .. }) = outgoing.recv().await {
-            line.clear();
-            serde_json::to_writer(&mut line, &message).expect("JSON values serialize");
-            line.push(b'\n');
-            output.write_all(&line).await?;
-            // Flush only when nothing else is waiting: batches lines under load.
-            if outgoing.is_empty() {
-                output.flush().await?;
+        // Everything queued goes out in one write: under load that is one
+        // syscall (and one blocking-pool handoff for stdout) per batch.
+        let mut batch = Vec::with_capacity(256);
+        let mut bytes = Vec::with_capacity(64 * 1024);
+        while outgoing.recv_many(&mut batch, 256).await > 0 {
+            bytes.clear();
+            for Outgoing { message, .. } in batch.drain(..) {
+                serde_json::to_writer(&mut bytes, &message).expect("JSON values serialize");
+                bytes.push(b'\n');
             }
+            output.write_all(&bytes).await?;
+            output.flush().await?;
         }
         output.flush().await
     });

@@ -67,15 +67,6 @@ MODES = ["legacy", "auto"]
 MODERN = "2026-07-28"
 
 
-# Server bug: in 2026-07-28 over HTTP, closing a call's response stream is its
-# cancellation, and weir notices the close only when it next writes to that stream
-# (`McpServer::follow` sees `FollowError::ClientGone` from `out.send`). A call with no
-# progress token and no partials never writes before its result, so the run goes on to
-# completion. Strict: when weir is fixed this XPASSes and fails, so remove the marker.
-QUIET_STATELESS_CANCEL_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="weir bug: a 2026-07-28 HTTP call with no progress/partials is not cancelled when its stream closes",
-)
 
 
 class PartialParams(BaseModel):
@@ -215,11 +206,8 @@ async def stream_run_id(client: Client) -> str:
 
 @pytest.mark.parametrize("with_progress", [True, False], ids=["progress", "quiet"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_cancel_ends_the_run_canceled(request, target: Target, mode: str, with_progress: bool) -> None:
+async def test_cancel_ends_the_run_canceled(target: Target, mode: str, with_progress: bool) -> None:
     """Cancel a long call by cancelling the task awaiting it; the SDK tells the server."""
-    bug = target.transport == "http" and mode == "auto" and not with_progress
-    if bug:
-        request.applymarker(QUIET_STATELESS_CANCEL_BUG)
     async with target.connect(mode) as client:
         started = anyio.Event()
         finished: list[Any] = []
@@ -245,7 +233,7 @@ async def test_cancel_ends_the_run_canceled(request, target: Target, mode: str, 
 
         run_id = await stream_run_id(client)
         # (A ~20 s run cannot end by itself within 3 s.)
-        assert await wait_for_state(client, run_id, timeout=3.0 if bug else 10.0) == "canceled"
+        assert await wait_for_state(client, run_id, timeout=10.0) == "canceled"
         after = await client.call_tool("stream", {"count": 5, "size": 100})
         check_final(texts_of(after), after.structured_content, count=5)
         assert texts_of(await client.call_tool("test_simple_text", {}))
