@@ -7,7 +7,8 @@
 //! which also serves `GET /runs/{id}/events` as plain SSE). Each call's log is
 //! projected onto progress notifications, SEP-2998 partial results, logging
 //! notifications and a final `CallToolResult` that is complete up to a size
-//! limit ([`ServerConfig::result_limit`]).
+//! limit ([`ServerConfig::result_limit`]). And the other side: a streaming
+//! MCP client ([`client`]) for any server, which `weir call` is built on.
 //!
 //! **Not for:** executing tools (weir-runtime does) or defining them (tool
 //! packs do, without knowing this crate). JSON-RPC framing and MCP wire shapes
