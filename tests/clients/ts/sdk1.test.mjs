@@ -35,7 +35,9 @@ import {
     stdioServer,
     tempDir,
     textsOf,
-    until
+    until,
+    onlyStreamRun,
+    runState,
 } from './lib/weir.mjs';
 
 const PartialResultNotificationSchema = z.object({
@@ -70,17 +72,6 @@ async function openTarget(t, transport, { dataDir } = {}) {
             return client;
         }
     };
-}
-
-async function runState(client, runId) {
-    const result = await client.callTool({ name: 'runs_get', arguments: { run_id: runId } });
-    return result.structuredContent.run.state;
-}
-
-async function onlyStreamRun(client) {
-    const listed = await client.callTool({ name: 'runs_list', arguments: { tool: 'stream' } });
-    assert.equal(listed.structuredContent.runs.length, 1);
-    return listed.structuredContent.runs[0].run_id;
 }
 
 async function createTask(client) {

@@ -152,3 +152,16 @@ export async function until(probe, { timeoutMs = 10_000, everyMs = 50, what = 'c
         await sleep(everyMs);
     }
 }
+
+/** The state of run `runId`, through weir's `runs_get` tool (any SDK's `callTool`). */
+export async function runState(client, runId) {
+    const result = await client.callTool({ name: 'runs_get', arguments: { run_id: runId } });
+    return result.structuredContent.run.state;
+}
+
+/** The id of the one `stream` run the server has, through `runs_list`. */
+export async function onlyStreamRun(client) {
+    const listed = await client.callTool({ name: 'runs_list', arguments: { tool: 'stream' } });
+    assert.equal(listed.structuredContent.runs.length, 1);
+    return listed.structuredContent.runs[0].run_id;
+}
