@@ -611,12 +611,16 @@ fn the_reference_server_from_npm_streams_progress_and_runs_required_tasks() {
 #[test]
 fn on_a_terminal_a_progress_bar_is_drawn_and_ctrl_c_cancels_the_remote_run() {
     let server = HttpServer::start();
+    // `exec`: `script` runs the command with `$SHELL -c`, and dash (unlike
+    // bash) stays as weir's parent; the Ctrl-C would then kill the shell too,
+    // and `script` would report the shell's 130 instead of weir's exit code.
     let command = format!(
-        "{WEIR} call --url {} stream count=400 interval_ms=25",
+        "exec {WEIR} call --url {} stream count=400 interval_ms=25",
         server.url
     );
     let mut script = Command::new("script")
         .args(["-qefc", &command, "/dev/null"])
+        .env("SHELL", "/bin/sh")
         .env("COLUMNS", "100")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
