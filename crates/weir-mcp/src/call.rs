@@ -11,7 +11,7 @@ use weir_runtime::{AskError, InputKind, InputRequest, RunOptions, SubmitError, T
 use crate::jsonrpc::{RpcError, code};
 use crate::projection::{Projector, ResultBuilder};
 use crate::protocol::{Era, Scope, meta_key};
-use crate::server::{McpServer, Outbound, Outgoing, Session, internal, meta_with};
+use crate::server::{EventId, McpServer, Outbound, Outgoing, Session, internal, meta_with};
 
 /// How a client learns that a tool streams (SEP-2998 draft annotation).
 fn tool_json(info: &ToolInfo) -> Value {
@@ -142,6 +142,7 @@ impl McpServer {
         let mut projector = Projector::new(scope);
         let mut result = ResultBuilder::new(run_id.clone(), self.inner.config.result_limit);
         let mut events = log.subscribe_from(run_id, 0);
+        let id_prefix: Arc<str> = run_id.as_str().into();
         loop {
             let asked = async {
                 match inputs.as_mut() {
@@ -167,7 +168,10 @@ impl McpServer {
             for message in projector.project(&event) {
                 if fresh {
                     let outgoing = Outgoing {
-                        event_id: Some(format!("{run_id}.{}", event.seq)),
+                        event_id: Some(EventId {
+                            run_id: id_prefix.clone(),
+                            seq: event.seq,
+                        }),
                         message,
                     };
                     out.send(outgoing)

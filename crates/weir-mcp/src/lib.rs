@@ -40,6 +40,7 @@ mod runs_tools;
 mod server;
 mod tasks;
 pub mod transport;
+mod wire;
 
 pub use protocol::SUPPORTED_VERSIONS;
 pub use server::{McpServer, ServerConfig};

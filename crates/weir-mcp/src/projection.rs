@@ -2,67 +2,16 @@
 //! the run as a whole becomes one `CallToolResult`. Pure functions of events;
 //! the server decides where the messages go.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use weir_core::{Content, EventKind, LogLevel, Partial, Progress, RunEvent, RunId};
 
 use crate::jsonrpc::notification;
 use crate::protocol::Scope;
+use crate::wire::{McpContent, content_len, json_len, partial_result_notification, to_json};
 
-/// MCP's JSON form of a content block.
+/// MCP's JSON form of a content block, as a value.
 pub(crate) fn content_json(content: &Content) -> Value {
-    match content {
-        Content::Text { text } => json!({ "type": "text", "text": text }),
-        Content::Image { data, mime_type } => {
-            json!({ "type": "image", "data": data, "mimeType": mime_type })
-        }
-        Content::Audio { data, mime_type } => {
-            json!({ "type": "audio", "data": data, "mimeType": mime_type })
-        }
-        Content::Resource {
-            uri,
-            mime_type,
-            text,
-            blob,
-        } => {
-            let mut resource = Map::new();
-            resource.insert("uri".into(), uri.clone().into());
-            if let Some(mime) = mime_type {
-                resource.insert("mimeType".into(), mime.clone().into());
-            }
-            match (text, blob) {
-                (_, Some(blob)) => resource.insert("blob".into(), blob.clone().into()),
-                (text, None) => {
-                    resource.insert("text".into(), text.clone().unwrap_or_default().into())
-                }
-            };
-            json!({ "type": "resource", "resource": resource })
-        }
-        Content::ResourceLink {
-            uri,
-            name,
-            mime_type,
-        } => {
-            let mut link = json!({ "type": "resource_link", "uri": uri, "name": name });
-            if let Some(mime) = mime_type {
-                link["mimeType"] = mime.clone().into();
-            }
-            link
-        }
-    }
-}
-
-/// The structured part of a partial: its items and its group. The group
-/// goes out also without items, so that a client can tell, say, a program's
-/// stderr from its stdout.
-fn partial_structured(partial: &Partial) -> Option<Value> {
-    let mut structured = Map::new();
-    if !partial.items.is_empty() {
-        structured.insert("items".into(), partial.items.clone().into());
-    }
-    if let Some(group) = &partial.group {
-        structured.insert("group".into(), group.clone().into());
-    }
-    (!structured.is_empty()).then_some(Value::Object(structured))
+    serde_json::to_value(McpContent(content)).expect("content blocks serialize")
 }
 
 /// Turns events into notifications for one call, per the call's scope.
@@ -75,7 +24,7 @@ pub(crate) struct Projector {
     /// When (event time) the last progress notification went out.
     last_progress_ts: Option<u64>,
     /// A progress notification held back by the rate limit.
-    pending_progress: Option<Value>,
+    pending_progress: Option<String>,
 }
 
 /// Progress notifications closer together than this (by event time) are
@@ -94,11 +43,11 @@ impl Projector {
         }
     }
 
-    /// The notifications `event` becomes for this call: at most one of its
-    /// own, after a coalesced progress notification that is now due. Must see
-    /// every event of the run in order (also those not sent, on resume) so
-    /// that partial seqs stay dense.
-    pub(crate) fn project(&mut self, event: &RunEvent) -> impl Iterator<Item = Value> + use<> {
+    /// The notifications `event` becomes for this call, as JSON text: at
+    /// most one of its own, after a coalesced progress notification that is
+    /// now due. Must see every event of the run in order (also those not
+    /// sent, on resume) so that partial seqs stay dense.
+    pub(crate) fn project(&mut self, event: &RunEvent) -> impl Iterator<Item = String> + use<> {
         let due = event.kind.is_terminal()
             || self
                 .last_progress_ts
@@ -136,22 +85,14 @@ impl Projector {
         flushed.into_iter().chain(own)
     }
 
-    fn partial(&mut self, partial: &Partial) -> Option<Value> {
-        let token = self.scope.partial_token.clone()?;
+    fn partial(&mut self, partial: &Partial) -> Option<String> {
+        let token = self.scope.partial_token.as_ref()?;
         let seq = self.next_partial;
         self.next_partial += 1;
-        let mut params = json!({
-            "partialResultToken": token,
-            "seq": seq,
-            "content": partial.content.iter().map(content_json).collect::<Vec<_>>(),
-        });
-        if let Some(structured) = partial_structured(partial) {
-            params["structuredContent"] = structured;
-        }
-        Some(notification("notifications/tools/partial_result", params))
+        Some(partial_result_notification(token, seq, partial))
     }
 
-    fn progress(&mut self, progress: &Progress) -> Option<Value> {
+    fn progress(&mut self, progress: &Progress) -> Option<String> {
         let token = self.scope.progress_token.clone()?;
         if !progress.progress.is_finite()
             || self
@@ -172,7 +113,7 @@ impl Projector {
         if let Some(message) = message {
             params["message"] = message.into();
         }
-        Some(notification("notifications/progress", params))
+        Some(to_json(&notification("notifications/progress", params)))
     }
 
     fn log(
@@ -180,7 +121,7 @@ impl Projector {
         level: LogLevel,
         text: &str,
         stream: Option<weir_core::LogStream>,
-    ) -> Option<Value> {
+    ) -> Option<String> {
         let threshold = self.scope.log_level?;
         if level < threshold {
             return None;
@@ -190,10 +131,10 @@ impl Projector {
             Some(weir_core::LogStream::Stderr) => "stderr",
             _ => "weir",
         };
-        Some(notification(
+        Some(to_json(&notification(
             "notifications/message",
             json!({ "level": level, "logger": logger, "data": text }),
-        ))
+        )))
     }
 }
 
@@ -224,20 +165,25 @@ impl ResultBuilder {
         }
     }
 
-    fn keep(&mut self, value: Value, into_items: bool) {
-        if self.truncated {
-            return;
-        }
-        let size = value.to_string().len();
-        if self.used + size > self.limit {
+    /// Whether `size` more bytes fit; once something did not, nothing does.
+    fn fits(&mut self, size: usize) -> bool {
+        if self.truncated || self.used + size > self.limit {
             self.truncated = true;
-            return;
+            return false;
         }
         self.used += size;
-        if into_items {
-            self.items.push(value);
-        } else {
-            self.content.push(value);
+        true
+    }
+
+    fn keep_content(&mut self, block: &Content) {
+        if !self.truncated && self.fits(content_len(block)) {
+            self.content.push(content_json(block));
+        }
+    }
+
+    fn keep_item(&mut self, item: &Value) {
+        if !self.truncated && self.fits(json_len(item)) {
+            self.items.push(item.clone());
         }
     }
 
@@ -245,15 +191,15 @@ impl ResultBuilder {
         match &event.kind {
             EventKind::Partial(partial) => {
                 for block in &partial.content {
-                    self.keep(content_json(block), false);
+                    self.keep_content(block);
                 }
                 for item in &partial.items {
-                    self.keep(item.clone(), true);
+                    self.keep_item(item);
                 }
             }
             EventKind::Completed(completed) => {
                 for block in &completed.content {
-                    self.keep(content_json(block), false);
+                    self.keep_content(block);
                 }
                 self.structured = completed.structured.clone();
             }
@@ -332,6 +278,11 @@ mod tests {
         })
     }
 
+    fn sent_progress(message: &str) -> f64 {
+        let message: Value = serde_json::from_str(message).unwrap();
+        message["params"]["progress"].as_f64().unwrap()
+    }
+
     /// 100 progress reports within 10 ms become a few notifications; the
     /// newest always goes out before the result, and values only increase.
     #[test]
@@ -340,14 +291,14 @@ mod tests {
         let mut sent: Vec<f64> = Vec::new();
         for i in 0..100u64 {
             let messages = projector.project(&event(i, 1_000 + i / 10, progress(i as f64)));
-            sent.extend(messages.map(|m| m["params"]["progress"].as_f64().unwrap()));
+            sent.extend(messages.map(|m| sent_progress(&m)));
         }
         let done = projector.project(&event(
             100,
             1_010,
             EventKind::Completed(Completed::default()),
         ));
-        sent.extend(done.map(|m| m["params"]["progress"].as_f64().unwrap()));
+        sent.extend(done.map(|m| sent_progress(&m)));
         assert!(
             sent.len() < 10,
             "not coalesced: {} notifications",

@@ -18,12 +18,13 @@ use crate::protocol::{
     Era, LATEST_SESSION_VERSION, SUPPORTED_VERSIONS, Scope, meta_key, stamp_result,
 };
 
-/// A message a request produces, with the SSE event id that lets a client
-/// resume after it (HTTP, session era).
+/// A message a request produces, as JSON text (serialized by the request's
+/// task, not by the transport's single writer), with the SSE event id that
+/// lets a client resume after it (HTTP, session era).
 #[derive(Debug, Clone)]
 pub(crate) struct Outgoing {
-    pub(crate) event_id: Option<String>,
-    pub(crate) message: Value,
+    pub(crate) event_id: Option<EventId>,
+    pub(crate) message: String,
 }
 
 impl Outgoing {
@@ -31,8 +32,22 @@ impl Outgoing {
     pub(crate) fn message(message: Value) -> Outgoing {
         Outgoing {
             event_id: None,
-            message,
+            message: crate::wire::to_json(&message),
         }
+    }
+}
+
+/// The SSE id of a run's event, `{run_id}.{seq}`; formatted only by the
+/// transports that send ids.
+#[derive(Debug, Clone)]
+pub(crate) struct EventId {
+    pub(crate) run_id: Arc<str>,
+    pub(crate) seq: weir_core::Seq,
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.run_id, self.seq)
     }
 }
 

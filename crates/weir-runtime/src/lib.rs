@@ -57,7 +57,7 @@ mod tool;
 
 pub use context::{EmitError, RunContext};
 pub use input::{AskError, InputKind, InputRequest};
-pub use log::{EventLog, LogError, MemoryLog, SqliteLog, Subscription};
+pub use log::{EventLog, LogError, MemoryLog, SharedEvent, SqliteLog, Subscription};
 pub use scheduler::{
     RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError, recover_interrupted,
 };

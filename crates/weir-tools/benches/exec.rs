@@ -83,7 +83,7 @@ async fn through_runtime(
     let mut events = log.subscribe_from(run.run_id(), 0);
     let (mut seen, mut first) = (0, None);
     while let Some(event) = events.next().await {
-        if let EventKind::Partial(partial) = event.unwrap().kind {
+        if let EventKind::Partial(partial) = &event.unwrap().kind {
             first.get_or_insert_with(|| started.elapsed());
             for block in &partial.content {
                 if let Content::Text { text } = block {

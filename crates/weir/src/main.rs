@@ -15,6 +15,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// A streaming server allocates and frees small buffers on several threads
+/// at once; mimalloc's per-thread heaps keep that off a shared lock.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -16,7 +16,19 @@ use crate::transport::era_of;
 
 /// Serves MCP on this process's stdin and stdout until stdin closes.
 pub async fn serve_stdio(server: McpServer) -> io::Result<()> {
+    widen_pipe(&io::stdout());
     serve_lines(server, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Most bytes Linux lets an unprivileged process ask for a pipe to hold.
+const PIPE_BYTES: usize = 1 << 20;
+
+/// Lets a pipe hold up to 1 MiB rather than the usual 64 KiB, so a stream
+/// of large messages goes to the client in a few big writes and reads, not
+/// in a pipe-sized handoff after another. Not a pipe (a file, a terminal, a
+/// socket), or not allowed: nothing changes.
+fn widen_pipe(output: &impl std::os::fd::AsFd) {
+    let _ = rustix::pipe::fcntl_setpipe_size(output, PIPE_BYTES);
 }
 
 /// Serves MCP over any line-oriented pair of streams.
@@ -34,7 +46,7 @@ pub async fn serve_lines(
         while outgoing.recv_many(&mut batch, 256).await > 0 {
             bytes.clear();
             for Outgoing { message, .. } in batch.drain(..) {
-                serde_json::to_writer(&mut bytes, &message).expect("JSON values serialize");
+                bytes.extend_from_slice(message.as_bytes());
                 bytes.push(b'\n');
             }
             output.write_all(&bytes).await?;
@@ -62,10 +74,7 @@ pub async fn serve_lines(
                 format!("message larger than {max} bytes; send smaller messages"),
             );
             let _ = outbound
-                .send(Outgoing {
-                    event_id: None,
-                    message: error_response(&Value::Null, &error),
-                })
+                .send(Outgoing::message(error_response(&Value::Null, &error)))
                 .await;
             let mut rest = Vec::new();
             input.read_until(b'\n', &mut rest).await?;
@@ -77,10 +86,7 @@ pub async fn serve_lines(
         match Incoming::parse(&line) {
             Err((id, error)) => {
                 let _ = outbound
-                    .send(Outgoing {
-                        event_id: None,
-                        message: error_response(&id, &error),
-                    })
+                    .send(Outgoing::message(error_response(&id, &error)))
                     .await;
             }
             Ok(Incoming::Request { id, method, params }) => {

@@ -9,6 +9,49 @@ use weir_core::{RunEvent, RunId};
 /// Events stored by one append, shared by every live subscriber.
 pub type Batch = Arc<[RunEvent]>;
 
+/// One event of a [`Batch`], shared with every other reader of the batch:
+/// handing it to a subscriber copies nothing. Reads as a [`RunEvent`].
+#[derive(Clone)]
+pub struct SharedEvent {
+    batch: Batch,
+    index: usize,
+}
+
+impl SharedEvent {
+    /// Every event of `batch`, in order.
+    pub(crate) fn all(batch: Batch) -> impl Iterator<Item = SharedEvent> {
+        (0..batch.len()).map(move |index| SharedEvent {
+            batch: batch.clone(),
+            index,
+        })
+    }
+
+    /// A copy of the event that owns its data.
+    pub fn to_event(&self) -> RunEvent {
+        RunEvent::clone(self)
+    }
+}
+
+impl std::ops::Deref for SharedEvent {
+    type Target = RunEvent;
+
+    fn deref(&self) -> &RunEvent {
+        &self.batch[self.index]
+    }
+}
+
+impl std::fmt::Debug for SharedEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        RunEvent::fmt(self, f)
+    }
+}
+
+impl PartialEq for SharedEvent {
+    fn eq(&self, other: &SharedEvent) -> bool {
+        **self == **other
+    }
+}
+
 /// Per-run broadcast channels of stored batches.
 ///
 /// Bounded: each channel keeps at most `capacity` batches. A subscriber that

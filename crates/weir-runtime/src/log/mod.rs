@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::Value;
 use weir_core::{ArtifactRef, EventKind, LogTail, RunEvent, RunId, RunState, Seq, Violation};
 
-pub use live::{Batch, LiveHub};
+pub use live::{Batch, LiveHub, SharedEvent};
 pub use memory::MemoryLog;
 pub use sqlite::{Durability, SqliteLog, SqliteOptions};
 pub use subscription::Subscription;

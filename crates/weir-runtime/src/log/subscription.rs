@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use futures_util::Stream;
 use tokio::sync::broadcast::{self, error::RecvError};
-use weir_core::{RunEvent, RunId, Seq};
+use weir_core::{RunId, Seq};
 
-use super::{Batch, EventLog, LogError};
+use super::{Batch, EventLog, LogError, SharedEvent};
 
 /// Events read from the store per round trip while catching up.
 const PAGE: usize = 512;
@@ -19,7 +19,8 @@ const PAGE: usize = 512;
 const POLL: Duration = Duration::from_millis(200);
 
 /// The events of one run from a given seq on, each exactly once, in order,
-/// ending after the terminal event.
+/// ending after the terminal event. Events come as [`SharedEvent`]s: live
+/// ones are the very events the store holds, not copies.
 ///
 /// It subscribes to the live hub *before* reading the store, so whatever is
 /// stored after the read reaches it live; overlap at the seam is dropped by
@@ -31,7 +32,7 @@ pub struct Subscription {
     run_id: RunId,
     next_seq: Seq,
     live: Option<broadcast::Receiver<Batch>>,
-    pending: VecDeque<RunEvent>,
+    pending: VecDeque<SharedEvent>,
     source: Source,
     finished: bool,
 }
@@ -63,7 +64,7 @@ impl Subscription {
 
     /// The next event; `None` after the terminal event (or after an error,
     /// or at once when the run has ended before the starting seq).
-    pub async fn next(&mut self) -> Option<Result<RunEvent, LogError>> {
+    pub async fn next(&mut self) -> Option<Result<SharedEvent, LogError>> {
         loop {
             if self.finished {
                 return None;
@@ -90,7 +91,7 @@ impl Subscription {
     }
 
     /// This subscription as a `Stream`.
-    pub fn into_stream(self) -> impl Stream<Item = Result<RunEvent, LogError>> + Send {
+    pub fn into_stream(self) -> impl Stream<Item = Result<SharedEvent, LogError>> + Send {
         futures_util::stream::unfold(self, |mut subscription| async move {
             let item = subscription.next().await?;
             Some((item, subscription))
@@ -106,7 +107,7 @@ impl Subscription {
         if self.source == Source::Store {
             let page = self.log.read(&self.run_id, self.next_seq, PAGE).await?;
             if !page.is_empty() {
-                self.pending.extend(page);
+                self.pending.extend(SharedEvent::all(page.into()));
                 return Ok(());
             }
             // Nothing stored at our position: the run may be over (we asked
@@ -127,7 +128,7 @@ impl Subscription {
             Ok(Ok(batch)) => {
                 let next_seq = self.next_seq;
                 self.pending
-                    .extend(batch.iter().filter(|event| event.seq >= next_seq).cloned());
+                    .extend(SharedEvent::all(batch).filter(|event| event.seq >= next_seq));
             }
             // Fell behind the bound: catch up from the store.
             Ok(Err(RecvError::Lagged(_))) => self.source = Source::Store,

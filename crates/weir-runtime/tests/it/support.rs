@@ -131,7 +131,7 @@ pub(crate) async fn follow(
     let mut subscription = log.subscribe_from(run, from);
     let mut since_connect = 0;
     while let Some(event) = subscription.next().await {
-        got.push(event.expect("subscription error"));
+        got.push(event.expect("subscription error").to_event());
         since_connect += 1;
         if !pause.is_zero() {
             tokio::time::sleep(pause).await;
