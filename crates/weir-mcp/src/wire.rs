@@ -167,9 +167,27 @@ fn needs_escape(bytes: &[u8]) -> bool {
 /// JSON text of `value`, as serde_json writes it, with the same fast path
 /// for strings as partial results (a final result can hold 512 KiB of text).
 pub(crate) fn to_json(value: &Value) -> String {
-    let mut out = Vec::with_capacity(256);
+    // Sized up front: a final result can be half a megabyte, and growing
+    // to it by doubling copies it again and touches fresh pages each time.
+    let mut out = Vec::with_capacity(size_hint(value));
     write_value(&mut out, value);
     String::from_utf8(out).expect("JSON written from UTF-8 strings is UTF-8")
+}
+
+/// About how many bytes `value` takes as JSON (exact for plain strings and
+/// short numbers), without writing it.
+fn size_hint(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len() + 2,
+        Value::Array(values) => 2 + values.iter().map(|v| size_hint(v) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(key, v)| key.len() + 4 + size_hint(v))
+                .sum::<usize>()
+        }
+        _ => 8,
+    }
 }
 
 fn write_value(out: &mut Vec<u8>, value: &Value) {
