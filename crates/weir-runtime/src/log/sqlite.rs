@@ -20,8 +20,9 @@ use super::{
     check_artifact_name, clamp, run_started_by, sha256_hex,
 };
 
-/// Bump when the schema changes; a newer file is refused, not misread.
-const SCHEMA_VERSION: i64 = 1;
+/// Bump when the schema changes; a newer file is refused, not misread, and
+/// an older one is migrated when opened.
+const SCHEMA_VERSION: i64 = 2;
 
 /// Most events the writer puts in one transaction.
 const MAX_GROUP_EVENTS: usize = 4096;
@@ -48,7 +49,7 @@ CREATE TABLE IF NOT EXISTS events (
     ts      INTEGER NOT NULL,
     body    TEXT NOT NULL,
     PRIMARY KEY (run_key, seq)
-) WITHOUT ROWID;
+);
 CREATE TABLE IF NOT EXISTS artifacts (
     run_key INTEGER NOT NULL,
     name    TEXT NOT NULL,
@@ -58,6 +59,28 @@ CREATE TABLE IF NOT EXISTS artifacts (
     data    BLOB NOT NULL,
     UNIQUE (run_key, name)
 );
+";
+
+/// Schema 1 kept events in a `WITHOUT ROWID` table. Its rows live in the
+/// primary key's b-tree, where a body over about 1 KB spills into overflow
+/// pages: streaming 1 KB items wrote each row three to four times over. Now
+/// rows are in rowid order with a small index beside them. Runs in one
+/// transaction: an interrupted migration leaves schema 1 as it was.
+const MIGRATE_FROM_1: &str = "
+BEGIN;
+ALTER TABLE events RENAME TO events_schema_1;
+CREATE TABLE events (
+    run_key INTEGER NOT NULL,
+    seq     INTEGER NOT NULL,
+    ts      INTEGER NOT NULL,
+    body    TEXT NOT NULL,
+    PRIMARY KEY (run_key, seq)
+);
+INSERT INTO events (run_key, seq, ts, body)
+    SELECT run_key, seq, ts, body FROM events_schema_1 ORDER BY run_key, seq;
+DROP TABLE events_schema_1;
+PRAGMA user_version = 2;
+COMMIT;
 ";
 
 /// How an append is made durable.
@@ -150,6 +173,10 @@ impl SqliteLog {
                     path.display()
                 ),
             });
+        }
+        if version == 1 {
+            conn.execute_batch(MIGRATE_FROM_1)
+                .map_err(db("moving the events table to schema 2"))?;
         }
         conn.execute_batch(SCHEMA)
             .and_then(|()| conn.pragma_update(None, "user_version", SCHEMA_VERSION))

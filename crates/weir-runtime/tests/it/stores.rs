@@ -394,3 +394,50 @@ async fn a_newer_schema_is_refused_with_advice() {
         "{error}"
     );
 }
+
+/// A log written by schema 1 (events `WITHOUT ROWID`) opens with every
+/// event intact, on the current schema, and takes new appends.
+#[tokio::test]
+async fn a_schema_1_log_is_migrated_with_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let run = run_id("old");
+    let kinds = vec![started("t"), body_event(0, 1), body_event(1, 2)];
+    let written = events(&run, 0, kinds);
+    {
+        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+        log.append(written.clone().into()).await.unwrap();
+    }
+    // Put the file back the way schema 1 laid it out.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE events RENAME TO events_now;
+         CREATE TABLE events (run_key INTEGER NOT NULL, seq INTEGER NOT NULL,
+             ts INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_key, seq)) WITHOUT ROWID;
+         INSERT INTO events SELECT * FROM events_now;
+         DROP TABLE events_now;
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(log.read(&run, 0, 100).await.unwrap(), written);
+    log.append(events(&run, 3, vec![done()]).into())
+        .await
+        .unwrap();
+    assert_eq!(log.read(&run, 0, 100).await.unwrap().len(), 4);
+    drop(log);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    let without_rowid: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'events' AND sql LIKE '%WITHOUT ROWID%'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!((version, without_rowid), (2, 0));
+}
