@@ -147,7 +147,13 @@ impl Incoming {
 
 /// A success answer.
 pub(crate) fn response(id: &Value, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    // Moved in: `json!` would copy the result, which can be large.
+    let message = [
+        ("jsonrpc".to_owned(), Value::from("2.0")),
+        ("id".to_owned(), id.clone()),
+        ("result".to_owned(), result),
+    ];
+    Value::Object(message.into_iter().collect())
 }
 
 /// An error answer.

@@ -2,7 +2,7 @@
 //! the run as a whole becomes one `CallToolResult`. Pure functions of events;
 //! the server decides where the messages go.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use weir_core::{Content, EventKind, LogLevel, Partial, Progress, RunEvent, RunId};
 
 use crate::jsonrpc::notification;
@@ -232,17 +232,22 @@ impl ResultBuilder {
                 "mimeType": "application/json",
             }));
         }
-        let mut result = json!({ "content": self.content });
-        let structured = self
-            .structured
-            .or_else(|| (!self.items.is_empty()).then(|| json!({ "items": self.items })));
+        // Moved in, not written with `json!`: that macro serializes its
+        // arguments into a new value, a copy of up to `limit` bytes.
+        let mut result = Map::new();
+        result.insert("content".into(), Value::Array(self.content));
+        let structured = self.structured.or_else(|| {
+            (!self.items.is_empty()).then(|| {
+                Value::Object(Map::from_iter([("items".into(), Value::Array(self.items))]))
+            })
+        });
         if let Some(structured) = structured {
-            result["structuredContent"] = structured;
+            result.insert("structuredContent".into(), structured);
         }
         if is_error {
-            result["isError"] = true.into();
+            result.insert("isError".into(), true.into());
         }
-        result
+        Value::Object(result)
     }
 }
 

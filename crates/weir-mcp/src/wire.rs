@@ -8,6 +8,7 @@
 //! text which needs no escaping (nearly all of it) is copied, not scanned
 //! byte by byte.
 
+use std::fmt::Write as _;
 use std::io;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -85,38 +86,38 @@ struct EmbeddedResource<'a> {
 /// the call's `seq`-th, under `token`, as JSON text.
 pub(crate) fn partial_result_notification(token: &Value, seq: u64, partial: &Partial) -> String {
     let text_len: usize = partial.content.iter().map(text_len).sum();
-    let mut out = Vec::with_capacity(160 + text_len);
-    out.extend_from_slice(
-        br#"{"jsonrpc":"2.0","method":"notifications/tools/partial_result","params":{"partialResultToken":"#,
+    let mut out = String::with_capacity(160 + text_len);
+    out.push_str(
+        r#"{"jsonrpc":"2.0","method":"notifications/tools/partial_result","params":{"partialResultToken":"#,
     );
-    write_json(&mut out, token);
-    out.extend_from_slice(br#","seq":"#);
-    out.extend_from_slice(seq.to_string().as_bytes());
-    out.extend_from_slice(br#","content":["#);
+    write_value(&mut out, token);
+    out.push_str(r#","seq":"#);
+    let _ = write!(out, "{seq}"); // writing to a String cannot fail
+    out.push_str(r#","content":["#);
     for (index, block) in partial.content.iter().enumerate() {
         if index > 0 {
-            out.push(b',');
+            out.push(',');
         }
         match block {
             Content::Text { text } => {
-                out.extend_from_slice(br#"{"type":"text","text":"#);
+                out.push_str(r#"{"type":"text","text":"#);
                 write_json_str(&mut out, text);
-                out.push(b'}');
+                out.push('}');
             }
             other => write_json(&mut out, &McpContent(other)),
         }
     }
-    out.push(b']');
+    out.push(']');
     if !partial.items.is_empty() || partial.group.is_some() {
-        out.extend_from_slice(br#","structuredContent":"#);
+        out.push_str(r#","structuredContent":"#);
         let structured = PartialStructured {
             items: &partial.items,
             group: partial.group.as_deref(),
         };
         write_json(&mut out, &structured);
     }
-    out.extend_from_slice(b"}}");
-    String::from_utf8(out).expect("JSON written from UTF-8 strings is UTF-8")
+    out.push_str("}}");
+    out
 }
 
 fn text_len(block: &Content) -> usize {
@@ -137,19 +138,21 @@ struct PartialStructured<'a> {
     group: Option<&'a str>,
 }
 
-fn write_json(out: &mut Vec<u8>, value: &impl Serialize) {
-    serde_json::to_writer(out, value).expect("MCP messages serialize: their maps have string keys");
+fn write_json(out: &mut String, value: &impl Serialize) {
+    out.push_str(
+        &serde_json::to_string(value).expect("MCP messages serialize: their maps have string keys"),
+    );
 }
 
 /// `text` as a JSON string, exactly as serde_json writes it: copied whole
 /// when nothing in it needs escaping, else escaped by serde_json.
-fn write_json_str(out: &mut Vec<u8>, text: &str) {
+fn write_json_str(out: &mut String, text: &str) {
     if needs_escape(text.as_bytes()) {
         write_json(out, &text);
     } else {
-        out.push(b'"');
-        out.extend_from_slice(text.as_bytes());
-        out.push(b'"');
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
     }
 }
 
@@ -169,9 +172,9 @@ fn needs_escape(bytes: &[u8]) -> bool {
 pub(crate) fn to_json(value: &Value) -> String {
     // Sized up front: a final result can be half a megabyte, and growing
     // to it by doubling copies it again and touches fresh pages each time.
-    let mut out = Vec::with_capacity(size_hint(value));
+    let mut out = String::with_capacity(size_hint(value));
     write_value(&mut out, value);
-    String::from_utf8(out).expect("JSON written from UTF-8 strings is UTF-8")
+    out
 }
 
 /// About how many bytes `value` takes as JSON (exact for plain strings and
@@ -190,30 +193,30 @@ fn size_hint(value: &Value) -> usize {
     }
 }
 
-fn write_value(out: &mut Vec<u8>, value: &Value) {
+fn write_value(out: &mut String, value: &Value) {
     match value {
         Value::String(text) => write_json_str(out, text),
         Value::Array(values) => {
-            out.push(b'[');
+            out.push('[');
             for (index, value) in values.iter().enumerate() {
                 if index > 0 {
-                    out.push(b',');
+                    out.push(',');
                 }
                 write_value(out, value);
             }
-            out.push(b']');
+            out.push(']');
         }
         Value::Object(map) => {
-            out.push(b'{');
+            out.push('{');
             for (index, (key, value)) in map.iter().enumerate() {
                 if index > 0 {
-                    out.push(b',');
+                    out.push(',');
                 }
                 write_json_str(out, key);
-                out.push(b':');
+                out.push(':');
                 write_value(out, value);
             }
-            out.push(b'}');
+            out.push('}');
         }
         scalar => write_json(out, scalar),
     }
@@ -338,13 +341,9 @@ mod tests {
             &long_plain,
             &long_quoted,
         ] {
-            let mut out = Vec::new();
+            let mut out = String::new();
             write_json_str(&mut out, text);
-            assert_eq!(
-                String::from_utf8(out).unwrap(),
-                serde_json::to_string(text).unwrap(),
-                "{text:?}"
-            );
+            assert_eq!(out, serde_json::to_string(text).unwrap(), "{text:?}");
         }
     }
 
@@ -352,10 +351,10 @@ mod tests {
         /// Any text, also with escapes at chunk edges, comes out as serde_json's.
         #[test]
         fn any_string_is_written_as_serde_json_writes_it(text in "(\\PC|[\\x00-\\x1f\"\\\\]){0,80}") {
-            let mut out = Vec::new();
+            let mut out = String::new();
             write_json_str(&mut out, &text);
             proptest::prop_assert_eq!(
-                String::from_utf8(out).unwrap(),
+                out,
                 serde_json::to_string(&text).unwrap()
             );
         }
