@@ -441,3 +441,43 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
         .unwrap();
     assert_eq!((version, without_rowid), (2, 0));
 }
+
+/// Checkpoints happen off the writer thread: a few megabytes of appends end
+/// up in the database file itself, not only in its write-ahead log.
+#[tokio::test]
+async fn the_write_ahead_log_is_checkpointed_into_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let run = run_id("big");
+    log.append(events(&run, 0, vec![started("t")]).into())
+        .await
+        .unwrap();
+    let text = "x".repeat(2_000);
+    let mut seq = 1;
+    for _ in 0..40 {
+        let kinds = (0..100)
+            .map(|_| {
+                weir_core::Partial {
+                    content: vec![weir_core::Content::text(text.clone())],
+                    ..weir_core::Partial::default()
+                }
+                .into()
+            })
+            .collect();
+        log.append(events(&run, seq, kinds).into()).await.unwrap();
+        seq += 100;
+    }
+    // 8 MB appended; SQLite's threshold is 1,000 pages (4 MB).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let size = || std::fs::metadata(&path).unwrap().len();
+    while size() < 4_000_000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "database file still {} bytes: nothing was checkpointed",
+            size()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(log.read(&run, 3_990, 100).await.unwrap().len(), 11);
+}
