@@ -1,6 +1,6 @@
 //! The exec pack through the runtime: real interpreters, real processes,
 //! the sandbox this machine has. (The same tools through `weir serve` and
-//! an MCP client, with the hostile programs, are in `crates/weir/tests/exec.rs`.)
+//! an MCP client, with the hostile programs, are in `crates/weir/tests/it/exec.rs`.)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
