@@ -17,7 +17,40 @@ use crate::transport::era_of;
 /// Serves MCP on this process's stdin and stdout until stdin closes.
 pub async fn serve_stdio(server: McpServer) -> io::Result<()> {
     widen_pipe(&io::stdout());
-    serve_lines(server, tokio::io::stdin(), tokio::io::stdout()).await
+    match stdout_pipe() {
+        Some(pipe) => serve_lines(server, tokio::io::stdin(), pipe).await,
+        None => serve_lines(server, tokio::io::stdin(), tokio::io::stdout()).await,
+    }
+}
+
+/// stdout as a non-blocking pipe written on the runtime itself, when it is
+/// a pipe (as an MCP client makes it) that stderr does not share.
+///
+/// Why: `tokio::io::stdout` hands every write to the blocking pool, which
+/// copies the batch and costs two thread switches each time; with the pipe
+/// on the reactor a stream of 1 KB items took a fifth less CPU. The cost:
+/// the pipe's write end becomes non-blocking, as Node makes it too, which
+/// would surprise anything else writing to the same end, so a stderr on the
+/// same pipe keeps the plain path. Anything but a pipe (a file, a terminal)
+/// keeps it as well.
+fn stdout_pipe() -> Option<tokio::net::unix::pipe::Sender> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let identity = |fd: std::os::fd::BorrowedFd<'_>| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let metadata = file.metadata().ok()?;
+        Some((file, metadata))
+    };
+    let (stdout, out) = identity(io::stdout().as_fd())?;
+    if !out.file_type().is_fifo() {
+        return None;
+    }
+    let shared_with_stderr = identity(io::stderr().as_fd())
+        .is_some_and(|(_, err)| (err.dev(), err.ino()) == (out.dev(), out.ino()));
+    if shared_with_stderr {
+        return None;
+    }
+    tokio::net::unix::pipe::Sender::from_file(stdout).ok()
 }
 
 /// Most bytes Linux lets an unprivileged process ask for a pipe to hold.

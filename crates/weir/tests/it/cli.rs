@@ -232,3 +232,50 @@ fn mistakes_get_one_clear_line() {
             .contains("invalid run id")
     );
 }
+
+/// `weir serve --stdio` answers the same whether its stdout is a pipe (put
+/// on the runtime, non-blocking) or a file (written through the blocking
+/// pool).
+#[test]
+fn serve_stdio_answers_into_a_pipe_and_into_a_file_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let requests = dir.path().join("requests.jsonl");
+    std::fs::write(
+        &requests,
+        concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let serve = |stdout: Stdio| {
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--stdio", "--memory", "--no-exec"])
+            .stdin(std::fs::File::open(&requests).unwrap())
+            .stdout(stdout)
+            .stderr(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let answers = |text: &str| -> Vec<(i64, bool)> {
+        text.lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .map(|reply| (reply["id"].as_i64().unwrap(), reply["result"].is_object()))
+            .collect()
+    };
+    let piped = serve(Stdio::piped());
+    assert!(piped.status.success());
+    let into_file = dir.path().join("out.jsonl");
+    let filed = serve(std::fs::File::create(&into_file).unwrap().into());
+    assert!(filed.status.success());
+    let expected = vec![(1, true), (2, true)];
+    assert_eq!(answers(&stdout(&piped)), expected);
+    assert_eq!(
+        answers(&std::fs::read_to_string(&into_file).unwrap()),
+        expected
+    );
+}
