@@ -85,8 +85,8 @@ struct EmbeddedResource<'a> {
 /// SEP-2998's `notifications/tools/partial_result` for one `partial` event:
 /// the call's `seq`-th, under `token`, as JSON text.
 pub(crate) fn partial_result_notification(token: &Value, seq: u64, partial: &Partial) -> String {
-    let text_len: usize = partial.content.iter().map(text_len).sum();
-    let mut out = String::with_capacity(160 + text_len);
+    let blocks: usize = partial.content.iter().map(block_size_hint).sum();
+    let mut out = String::with_capacity(160 + blocks);
     out.push_str(
         r#"{"jsonrpc":"2.0","method":"notifications/tools/partial_result","params":{"partialResultToken":"#,
     );
@@ -120,7 +120,8 @@ pub(crate) fn partial_result_notification(token: &Value, seq: u64, partial: &Par
     out
 }
 
-fn text_len(block: &Content) -> usize {
+/// About how many bytes `block` takes as JSON, for sizing a buffer.
+fn block_size_hint(block: &Content) -> usize {
     match block {
         Content::Text { text } => text.len() + 32,
         _ => 128,

@@ -61,27 +61,24 @@ CREATE TABLE IF NOT EXISTS artifacts (
 );
 ";
 
-/// Schema 1 kept events in a `WITHOUT ROWID` table. Its rows live in the
-/// primary key's b-tree, where a body over about 1 KB spills into overflow
-/// pages: streaming 1 KB items wrote each row three to four times over. Now
-/// rows are in rowid order with a small index beside them. Runs in one
-/// transaction: an interrupted migration leaves schema 1 as it was.
-const MIGRATE_FROM_1: &str = "
-BEGIN;
-ALTER TABLE events RENAME TO events_schema_1;
-CREATE TABLE events (
-    run_key INTEGER NOT NULL,
-    seq     INTEGER NOT NULL,
-    ts      INTEGER NOT NULL,
-    body    TEXT NOT NULL,
-    PRIMARY KEY (run_key, seq)
-);
-INSERT INTO events (run_key, seq, ts, body)
-    SELECT run_key, seq, ts, body FROM events_schema_1 ORDER BY run_key, seq;
-DROP TABLE events_schema_1;
-PRAGMA user_version = 2;
-COMMIT;
-";
+/// Moves a schema 1 log to schema 2. Schema 1 kept events in a `WITHOUT
+/// ROWID` table, whose rows live in the primary key's b-tree: a body over
+/// about 1 KB spilled into overflow pages, and streaming 1 KB items wrote
+/// each row three to four times over. Schema 2 keeps them in rowid order
+/// with a small index beside them. One transaction: if it is interrupted,
+/// schema 1 stays as it was.
+fn migrate_from_1(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch("ALTER TABLE events RENAME TO events_schema_1;")?;
+    tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(
+        "INSERT INTO events (run_key, seq, ts, body)
+             SELECT run_key, seq, ts, body FROM events_schema_1 ORDER BY run_key, seq;
+         DROP TABLE events_schema_1;
+         PRAGMA user_version = 2;",
+    )?;
+    tx.commit()
+}
 
 /// How an append is made durable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -175,8 +172,7 @@ impl SqliteLog {
             });
         }
         if version == 1 {
-            conn.execute_batch(MIGRATE_FROM_1)
-                .map_err(db("moving the events table to schema 2"))?;
+            migrate_from_1(&mut conn).map_err(db("moving the events table to schema 2"))?;
         }
         conn.execute_batch(SCHEMA)
             .and_then(|()| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
