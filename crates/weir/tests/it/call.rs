@@ -67,6 +67,20 @@ impl HttpServer {
     }
 
     /// The state of the newest run, asked of the server with `weir call`.
+    /// The newest run, after waiting up to 2.5 s for it to leave `working`
+    /// (a cancel reaches the server a moment after the client exits).
+    fn newest_run_once_ended(&self) -> Value {
+        let mut run = self.newest_run();
+        for _ in 0..50 {
+            if run["state"] != "working" {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            run = self.newest_run();
+        }
+        run
+    }
+
     fn newest_run(&self) -> Value {
         let output = run(&[
             "call",
@@ -298,14 +312,7 @@ fn ctrl_c_cancels_the_remote_run_over_http_in_both_revisions_and_as_a_task() {
         args.extend(extra);
         check_interrupted(interrupted_call(&args));
         // The server saw it: the run ended canceled, not completed.
-        let mut run = server.newest_run();
-        for _ in 0..50 {
-            if run["state"] != "working" {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-            run = server.newest_run();
-        }
+        let run = server.newest_run_once_ended();
         assert_eq!(run["state"], "canceled", "{extra:?}: {run}");
     }
 }
@@ -429,14 +436,7 @@ fn failures_exit_with_their_code_and_say_what_to_do_next_in_one_line() {
         "e.g. count=3",
     );
     // The timed-out run was cancelled on the server.
-    let mut run = server.newest_run();
-    for _ in 0..50 {
-        if run["state"] != "working" {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        run = server.newest_run();
-    }
+    let run = server.newest_run_once_ended();
     assert_eq!(run["state"], "canceled", "{run}");
 }
 
@@ -660,5 +660,5 @@ fn on_a_terminal_a_progress_bar_is_drawn_and_ctrl_c_cancels_the_remote_run() {
         seen.contains("weir: canceled: interrupted (Ctrl-C)"),
         "{seen:?}"
     );
-    assert_eq!(server.newest_run()["state"], "canceled");
+    assert_eq!(server.newest_run_once_ended()["state"], "canceled");
 }
