@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 use tokio::signal::unix::{SignalKind, signal};
+use weir_client::{CallEvent, CallOptions, CallResult, ClientError, TaskMode};
 use weir_core::Content;
-use weir_mcp::client::{CallEvent, CallOptions, CallResult, ClientError, TaskMode};
 
 use crate::cli::{CallArgs, EXIT_CANCELED, EXIT_FAILED, EXIT_OK, OutputFormat};
 use crate::progress_bar::ProgressBar;

@@ -154,14 +154,9 @@ pub(crate) struct ServeArgs {
     /// Register the conformance and streaming fixtures (tools, resources, prompts).
     #[arg(long)]
     pub(crate) fixtures: bool,
-    /// Do not register the code execution tools (execute_code, validate_code, list_languages).
-    #[arg(long)]
-    pub(crate) no_exec: bool,
-    /// How execute_code isolates programs: auto (bubblewrap when it works
-    /// here, else limits only, with a warning), require (refuse to start
-    /// without it), off (limits only).
-    #[arg(long, value_name = "MODE", default_value_t = weir_tools::exec::SandboxMode::Auto)]
-    pub(crate) exec_sandbox: weir_tools::exec::SandboxMode,
+    #[cfg(feature = "exec")]
+    #[command(flatten)]
+    pub(crate) exec: ExecArgs,
     /// Keep runs in memory only (nothing written to the data directory).
     #[arg(long)]
     pub(crate) memory: bool,
@@ -187,6 +182,20 @@ pub(crate) struct ServeArgs {
     /// Days to keep finished runs (0 keeps them forever).
     #[arg(long, default_value_t = 7)]
     pub(crate) retention_days: u64,
+}
+
+/// `weir serve`'s options for the code execution pack.
+#[cfg(feature = "exec")]
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExecArgs {
+    /// Do not register the code execution tools (execute_code, validate_code, list_languages).
+    #[arg(long)]
+    pub(crate) no_exec: bool,
+    /// How execute_code isolates programs: auto (bubblewrap when it works
+    /// here, else limits only, with a warning), require (refuse to start
+    /// without it), off (limits only).
+    #[arg(long, value_name = "MODE", default_value_t = weir_pack_exec::SandboxMode::Auto)]
+    pub(crate) exec_sandbox: weir_pack_exec::SandboxMode,
 }
 
 /// Where `weir serve --http` listens by default.

@@ -4,6 +4,7 @@
 mod call;
 mod cli;
 mod output;
+mod packs;
 mod progress_bar;
 mod remote;
 mod runs;

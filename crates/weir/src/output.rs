@@ -10,12 +10,7 @@ pub(crate) fn utc(ts_ms: u64) -> String {
 
 /// `1.5s`, `2m03s`, `1h02m`.
 pub(crate) fn duration(ms: u64) -> String {
-    match ms {
-        0..1_000 => format!("{ms}ms"),
-        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
-        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
-        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
-    }
+    weir_core::human_duration(ms)
 }
 
 /// One table row per run, under [`RUN_HEADER`].

@@ -2,8 +2,8 @@
 //! flags, and the one mapping from client errors to an exit code and a line
 //! saying what to do next.
 
+use weir_client::{Client, ClientError, ClientOptions, Revision, StdioCommand, Target};
 use weir_core::LogLevel;
-use weir_mcp::client::{Client, ClientError, ClientOptions, Revision, StdioCommand, Target};
 
 use crate::cli::{EXIT_CANCELED, EXIT_FAILED, EXIT_UNREACHABLE, ProtocolArg, ServerArgs};
 

@@ -5,8 +5,9 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use weir_core::{RunId, RunState};
-use weir_runtime::log::{RunFilter, SqliteOptions};
-use weir_runtime::{EventLog, SqliteLog};
+use weir_runtime::EventLog;
+use weir_runtime::log::RunFilter;
+use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
 use crate::cli::{EXIT_OK, RunsCommand, exit_code};
 use crate::output;

@@ -4,8 +4,8 @@
 
 use std::io::Write;
 
+use weir_client::follow_run;
 use weir_core::{RunId, RunState};
-use weir_mcp::client::follow_run;
 
 use crate::cli::{EXIT_UNREACHABLE, exit_code};
 use crate::output;

@@ -7,12 +7,12 @@ use std::time::Duration;
 use anyhow::Context;
 use weir_mcp::catalog::{Catalog, EmptyCatalog};
 use weir_mcp::transport::http::HttpOptions;
-use weir_mcp::{McpServer, ServerConfig, fixtures, transport};
-use weir_runtime::log::SqliteOptions;
-use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig, SqliteLog, Tool};
-use weir_tools::exec::{ExecConfig, ExecPack};
+use weir_mcp::{McpServer, ServerConfig, transport};
+use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig};
+use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
 use crate::cli::{DEFAULT_HTTP_ADDR, EXIT_OK, ServeArgs};
+use crate::packs;
 use crate::runs::DB_FILE;
 
 pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<u8> {
@@ -31,24 +31,17 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<u8> 
             .with_context(|| format!("opening the event log in {}", data_dir.display()))?;
         (Arc::new(log), format!("sqlite:{}", path.display()))
     };
-    let (mut tools, catalog): (Vec<Arc<dyn Tool>>, Arc<dyn Catalog>) = if args.fixtures {
-        let mut tools = fixtures::conformance_tools();
-        tools.push(fixtures::stream_tool());
-        (tools, Arc::new(fixtures::FixtureCatalog))
+    let catalog: Arc<dyn Catalog> = if args.fixtures {
+        Arc::new(weir_fixtures::FixtureCatalog)
     } else {
-        (Vec::new(), Arc::new(EmptyCatalog))
+        Arc::new(EmptyCatalog)
     };
-    if !args.no_exec {
-        let exec = ExecPack::detect(ExecConfig {
-            sandbox: args.exec_sandbox,
-            ..ExecConfig::default()
-        })
-        .await
-        .context("starting the code execution tools (--no-exec leaves them out)")?;
-        if let Some(reason) = exec.unsandboxed_reason() {
-            eprintln!("weir: warning: execute_code runs programs WITHOUT a sandbox: {reason}");
+    let mut tools = Vec::new();
+    for pack in packs::enabled(&args).await? {
+        if let Some(warning) = pack.warning() {
+            eprintln!("weir: warning: {warning}");
         }
-        tools.extend(exec.tools());
+        tools.extend(pack.tools());
     }
     let config = SchedulerConfig {
         max_concurrent: args.max_concurrent,

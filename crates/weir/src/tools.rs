@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use serde_json::Value;
-use weir_mcp::client::{TaskSupport, ToolDescription};
+use weir_client::{TaskSupport, ToolDescription};
 
 use crate::cli::{EXIT_OK, ToolsArgs};
 use crate::remote;

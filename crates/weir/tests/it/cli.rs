@@ -8,10 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, Content, FailureCode, Progress, RunError};
-use weir_runtime::log::SqliteOptions;
-use weir_runtime::{
-    EventLog, RunContext, RunOptions, Scheduler, SchedulerConfig, SqliteLog, Tool, ToolInfo,
-};
+use weir_runtime::{EventLog, RunContext, RunOptions, Scheduler, SchedulerConfig, Tool, ToolInfo};
+use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
 /// Counts to `n`, a progress event every `pause_ms`; fails when `fail` is set.
 struct Count;

@@ -1,0 +1,350 @@
+//! MCP over a child process's stdin and stdout, one JSON-RPC message per
+//! line.
+//!
+//! One task reads what the server writes and routes it: responses by request
+//! id, progress and partial-result notifications by their token, logging and
+//! task-status notifications to every call in flight (stdio does not say
+//! which call those belong to). The server's stderr is kept (its last lines)
+//! to explain why it exited.
+
+use std::collections::{HashMap, VecDeque};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+use tokio::sync::mpsc;
+
+use super::{Exchange, Guard, Inbound, Tokens, answer_server_request};
+use crate::ClientError;
+use crate::options::StdioCommand;
+use weir_mcp_wire::jsonrpc::Incoming;
+
+/// How many of the server's last stderr lines are kept.
+const STDERR_LINES: usize = 8;
+/// How long a server gets to exit after its stdin closes (weir takes a
+/// few hundred ms), and again after SIGTERM.
+const EXIT_GRACE: Duration = Duration::from_millis(1000);
+
+/// A running server process.
+pub(crate) struct StdioConnection {
+    lines: mpsc::Sender<Line>,
+    shared: Arc<Shared>,
+    child: Arc<Mutex<Child>>,
+}
+
+enum Line {
+    Message(Vec<u8>),
+    /// Close the server's stdin.
+    Close,
+}
+
+#[derive(Default)]
+struct Shared {
+    routes: Mutex<Routes>,
+    stderr: Mutex<VecDeque<String>>,
+    /// Set once the server's stdout has closed.
+    gone: Mutex<Option<ClientError>>,
+}
+
+#[derive(Default)]
+struct Routes {
+    next_key: u64,
+    entries: HashMap<u64, Route>,
+}
+
+struct Route {
+    /// The request id, as JSON text.
+    request_id: String,
+    tokens: Tokens,
+    sender: mpsc::Sender<Inbound>,
+}
+
+/// Keeps a request's route while its exchange lives.
+pub(crate) struct Registration {
+    key: u64,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        lock(&self.shared.routes).entries.remove(&self.key);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Shared {
+    fn gone(&self) -> Option<ClientError> {
+        lock(&self.gone).clone()
+    }
+
+    fn stderr_tail(&self) -> String {
+        lock(&self.stderr)
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Who gets `message`.
+    fn recipients(&self, message: &Incoming) -> Vec<mpsc::Sender<Inbound>> {
+        let routes = lock(&self.routes);
+        let all = routes.entries.values();
+        match message {
+            Incoming::Response { id, .. } => {
+                let id = id.to_string();
+                all.filter(|route| route.request_id == id)
+                    .map(|route| route.sender.clone())
+                    .collect()
+            }
+            Incoming::Notification { params, .. } => {
+                let token = ["progressToken", "partialResultToken"]
+                    .iter()
+                    .find_map(|key| params.get(*key).and_then(Value::as_str));
+                match token {
+                    Some(token) => all
+                        .filter(|route| route.tokens.iter().any(|t| t == token))
+                        .map(|route| route.sender.clone())
+                        .collect(),
+                    // Uncorrelated (logging, task status): every call gets it.
+                    None => all
+                        .filter(|route| !route.tokens.is_empty())
+                        .map(|route| route.sender.clone())
+                        .collect(),
+                }
+            }
+            Incoming::Request { .. } => Vec::new(),
+        }
+    }
+}
+
+fn to_line(message: &Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(message).expect("JSON values serialize");
+    line.push(b'\n');
+    line
+}
+
+impl StdioConnection {
+    /// Starts the server in its own process group.
+    pub(crate) fn spawn(command: &StdioCommand) -> Result<StdioConnection, ClientError> {
+        let mut child = tokio::process::Command::new(&command.program)
+            .args(&command.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|error| ClientError::Spawn {
+                command: command.display(),
+                reason: error.to_string(),
+            })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            unreachable!("all three were piped");
+        };
+        let shared = Arc::new(Shared::default());
+        let child = Arc::new(Mutex::new(child));
+        let (lines, queue) = mpsc::channel(256);
+        tokio::spawn(write_lines(stdin, queue));
+        let stderr_done = tokio::spawn(keep_stderr(stderr, shared.clone()));
+        tokio::spawn(route(
+            stdout,
+            shared.clone(),
+            lines.downgrade(),
+            child.clone(),
+            stderr_done,
+        ));
+        Ok(StdioConnection {
+            lines,
+            shared,
+            child,
+        })
+    }
+
+    /// Sends a request; its exchange gets its response and the notifications
+    /// carrying `tokens`.
+    pub(crate) async fn request(
+        &self,
+        message: Value,
+        tokens: Tokens,
+    ) -> Result<Exchange, ClientError> {
+        let (sender, messages) = mpsc::channel(256);
+        let key = {
+            let mut routes = lock(&self.shared.routes);
+            routes.next_key += 1;
+            let key = routes.next_key;
+            routes.entries.insert(
+                key,
+                Route {
+                    request_id: message["id"].to_string(),
+                    tokens,
+                    sender,
+                },
+            );
+            key
+        };
+        let registration = Registration {
+            key,
+            shared: self.shared.clone(),
+        };
+        // Checked after registering: the reader marks the server gone before
+        // it tells the routes, so one of the two sees it.
+        if let Some(gone) = self.shared.gone() {
+            return Err(gone);
+        }
+        self.send(message).await?;
+        Ok(Exchange {
+            messages,
+            _guard: Guard::Stdio(registration),
+        })
+    }
+
+    /// Writes one message.
+    pub(crate) async fn send(&self, message: Value) -> Result<(), ClientError> {
+        if let Some(gone) = self.shared.gone() {
+            return Err(gone);
+        }
+        self.lines
+            .send(Line::Message(to_line(&message)))
+            .await
+            .map_err(|_| self.shared.gone().unwrap_or(ClientError::Closed))
+    }
+
+    /// Closes the server's stdin and waits for it to exit; if it does not,
+    /// sends its process group SIGTERM, then SIGKILL (the MCP stdio
+    /// shutdown sequence).
+    pub(crate) async fn close(&self) {
+        let _ = self.lines.send(Line::Close).await;
+        for signal in [Signal::TERM, Signal::KILL] {
+            if exit_status(&self.child, EXIT_GRACE).await.is_some() {
+                return;
+            }
+            signal_group(&self.child, signal);
+        }
+    }
+}
+
+impl Drop for StdioConnection {
+    /// Dropped without [`StdioConnection::close`]: the server (and what it
+    /// started) must not outlive the client.
+    fn drop(&mut self) {
+        if matches!(lock(&self.child).try_wait(), Ok(None)) {
+            signal_group(&self.child, Signal::TERM);
+        }
+    }
+}
+
+/// Signals the server's process group (it was spawned as its leader, so a
+/// shell and the programs it started go together).
+fn signal_group(child: &Mutex<Child>, signal: Signal) {
+    let leader = lock(child).id().and_then(|id| Pid::from_raw(id as i32));
+    if let Some(leader) = leader {
+        // It may have exited in between: nothing left to signal then.
+        let _ = rustix::process::kill_process_group(leader, signal);
+    }
+}
+
+async fn write_lines(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Line>) {
+    while let Some(Line::Message(line)) = queue.recv().await {
+        if stdin.write_all(&line).await.is_err() {
+            break;
+        }
+        if queue.is_empty() && stdin.flush().await.is_err() {
+            break;
+        }
+    }
+    // Dropping stdin closes it: the server sees end of input.
+}
+
+async fn keep_stderr(stderr: ChildStderr, shared: Arc<Shared>) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let mut kept = lock(&shared.stderr);
+        if kept.len() == STDERR_LINES {
+            kept.pop_front();
+        }
+        kept.push_back(line.chars().take(500).collect());
+    }
+}
+
+/// Reads the server's stdout until it closes, routing each message.
+async fn route(
+    stdout: ChildStdout,
+    shared: Arc<Shared>,
+    lines: mpsc::WeakSender<Line>,
+    child: Arc<Mutex<Child>>,
+    stderr_done: tokio::task::JoinHandle<()>,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        // Anything that is not JSON-RPC (a banner, a stray print) is skipped.
+        let Ok(value) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        match Incoming::from_value(value) {
+            Ok(Incoming::Request { id, method, .. }) => {
+                // Weak: once the connection is dropped, stdin may close.
+                if let Some(lines) = lines.upgrade() {
+                    let answer = answer_server_request(&id, &method);
+                    let _ = lines.send(Line::Message(to_line(&answer))).await;
+                }
+            }
+            Ok(message) => {
+                for recipient in shared.recipients(&message) {
+                    let _ = recipient.send(Ok(message.clone())).await;
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    // The server closed its stdout: it is gone, or going.
+    let status = exit_status(&child, Duration::from_secs(1))
+        .await
+        .unwrap_or_else(|| "it closed its stdout but is still running".into());
+    let _ = tokio::time::timeout(Duration::from_millis(500), stderr_done).await;
+    let error = ClientError::ServerExited {
+        status,
+        stderr: shared.stderr_tail(),
+    };
+    *lock(&shared.gone) = Some(error.clone());
+    let waiting: Vec<_> = lock(&shared.routes)
+        .entries
+        .values()
+        .map(|route| route.sender.clone())
+        .collect();
+    for route in waiting {
+        let _ = route.send(Err(error.clone())).await;
+    }
+}
+
+/// The child's exit status, if it exits within `wait`.
+async fn exit_status(child: &Mutex<Child>, wait: Duration) -> Option<String> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match lock(child).try_wait() {
+            Ok(Some(status)) => return Some(status.to_string()),
+            Ok(None) => {}
+            Err(error) => return Some(format!("unknown status: {error}")),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,3 @@
+//! weir-client's integration tests: the client against a real weir server.
+
+mod server;

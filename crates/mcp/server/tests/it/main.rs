@@ -1,0 +1,6 @@
+//! weir-mcp's integration tests: the server over stdio (in-process pipes)
+//! and HTTP (a real socket), driven message by message.
+
+mod http;
+mod stdio;
+mod support;

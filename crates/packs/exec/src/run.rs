@@ -1,0 +1,502 @@
+//! One `execute_code` run: start the program, stream what it writes as it
+//! writes it, enforce the limits, and report how it ended.
+
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use weir_core::{Completed, Content, FailureCode, Meta, Partial, RunError, Warning};
+use weir_runtime::{EmitError, RunContext};
+
+use super::Shared;
+use super::args::Execute;
+use super::jail::{Chunk, Launch, Running};
+use super::output::{Budget, Encoding, LineCutter, Stream, decode};
+use weir_proc::signal_name;
+
+/// How long output may still arrive after the program ends, before what it
+/// left running (and holding its output open) is killed.
+const LINGER: Duration = Duration::from_millis(100);
+/// How long to wait for the pipes to close after everything was killed,
+/// before giving up on them (a process that escaped still holds them).
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+pub(crate) async fn execute(
+    pack: &Shared,
+    ctx: &RunContext,
+    call: Execute,
+) -> Result<Completed, RunError> {
+    let language = pack.language(&call.language)?;
+    let interpreter = language.found.as_ref().map_err(|reason| {
+        RunError::new(
+            FailureCode::ToolError,
+            format!("{} is not available here: {reason}", language.spec.name),
+        )
+        .with_remediation("call list_languages to see what is installed")
+    })?;
+    let jail = &pack.jail;
+    let cell = jail.cell(ctx.run_id().as_str()).map_err(setup_failed)?;
+    cell.write(language.spec.file.as_ref(), call.code.as_bytes())
+        .map_err(setup_failed)?;
+    for (path, bytes) in &call.files {
+        cell.write(path, bytes).map_err(setup_failed)?;
+    }
+    let limits = jail.limits();
+    let config = &pack.config;
+    let info = json!({
+        "language": language.spec.name,
+        "interpreter": interpreter.path.display().to_string(),
+        "version": interpreter.version,
+        "sandbox": jail.isolation().describe(),
+        "run_as": jail.users().describe(),
+        "workdir": cell.dir().display().to_string(),
+        "output_encoding": match call.encoding { Encoding::Utf8 => "utf8", Encoding::Base64 => "base64" },
+        "limits": {
+            "timeout_s": call.timeout.as_secs_f64(),
+            "kill_grace_s": config.kill_grace.as_secs_f64(),
+            "output_bytes": config.max_output_bytes,
+            "memory_bytes": limits.memory_bytes,
+            "processes": limits.processes,
+            "file_bytes": limits.file_bytes,
+        },
+    });
+    ctx.emit(Meta {
+        total: None,
+        backends: vec![jail.isolation().mode().to_owned()],
+        info,
+    })
+    .await
+    .map_err(emit_failed)?;
+
+    let launch = Launch {
+        program: interpreter.path.clone(),
+        args: language.run_args(&call.args),
+        env: call.env,
+        stdin: call.stdin,
+    };
+    let started = Instant::now();
+    let (running, chunks) = jail
+        .spawn(cell, launch, call.timeout)
+        .map_err(setup_failed)?;
+    let mut pump = Pump::new(
+        ctx,
+        call.encoding,
+        config.chunk_bytes,
+        config.max_output_bytes,
+    );
+    let ended = supervise(pack, &mut pump, running, chunks, started + call.timeout).await?;
+
+    let report = pump.report();
+    let signal = ended.signal.map(signal_name);
+    let sandbox = jail.isolation().mode();
+    let duration = ended.at - started;
+    let mut summary = match (ended.exit_code, &signal) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("killed by {signal}"),
+        (None, None) => "ended".to_owned(),
+    };
+    summary.push_str(&format!(" after {:.2} s", duration.as_secs_f64()));
+    if ended.timed_out {
+        summary.push_str(&format!(
+            "; timed out at {} s, sent {}",
+            call.timeout.as_secs_f64(),
+            ended.signals_sent.join(" then ")
+        ));
+    }
+    if report.truncated {
+        summary.push_str(&format!(
+            "; output truncated: {} of {} bytes shown",
+            report.shown,
+            report.stdout + report.stderr
+        ));
+    }
+    if ended.leftovers_killed {
+        summary.push_str("; processes it left running were killed");
+    }
+    summary.push_str(&format!("; sandbox: {sandbox}"));
+    Ok(Completed {
+        content: vec![Content::text(format!("[{summary}]"))],
+        structured: Some(json!({
+            "language": language.spec.name,
+            "exit_code": ended.exit_code,
+            "signal": signal,
+            "timed_out": ended.timed_out,
+            "signals_sent": ended.signals_sent,
+            "leftovers_killed": ended.leftovers_killed,
+            "duration_ms": duration.as_millis() as u64,
+            "stdout_bytes": report.stdout,
+            "stderr_bytes": report.stderr,
+            "shown_bytes": report.shown,
+            "truncated": report.truncated,
+            "output_limit_bytes": config.max_output_bytes,
+            "invalid_utf8": report.invalid_utf8,
+            "output_encoding": match call.encoding { Encoding::Utf8 => "utf8", Encoding::Base64 => "base64" },
+            "sandbox": sandbox,
+        })),
+    })
+}
+
+/// How the program ended, and what weir did to end it.
+struct Ended {
+    at: Instant,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    timed_out: bool,
+    signals_sent: Vec<&'static str>,
+    leftovers_killed: bool,
+}
+
+/// Follows the program to its end: its output into `pump`, the deadline
+/// (SIGTERM, then SIGKILL after the grace), and what it leaves running.
+/// Returns once the program has ended and its output is read, with nothing
+/// of it alive, and its directory removed.
+async fn supervise(
+    pack: &Shared,
+    pump: &mut Pump<'_>,
+    mut running: Running,
+    mut chunks: mpsc::Receiver<Chunk>,
+    deadline: Instant,
+) -> Result<Ended, RunError> {
+    let config = &pack.config;
+    running.feed_stdin();
+    let mut open = 2; // streams not yet at their end
+    let mut stop = Stop::Running;
+    let mut exit: Option<(ExitStatus, Instant)> = None;
+    let mut timed_out = false;
+    let mut leftovers_killed = false;
+    let mut signals_sent = Vec::new();
+    let mut last_read = Instant::now();
+    loop {
+        if open == 0 && exit.is_some() {
+            break;
+        }
+        // When the next step of stopping is due, if any.
+        let next_stop = match (stop, exit) {
+            (Stop::Running, None) => Some(deadline),
+            (Stop::Terminated { kill_at }, None) => Some(kill_at),
+            (Stop::Running | Stop::Terminated { .. }, Some((_, at))) => Some(at + LINGER),
+            (Stop::Draining, Some((_, at))) => {
+                let quiet = last_read.max(at) + CLOSE_WAIT;
+                Some(quiet.min(deadline.max(at + CLOSE_WAIT)))
+            }
+            (Stop::Killed { at }, _) => Some(at + CLOSE_WAIT),
+            (Stop::Draining | Stop::Abandoned, _) => None,
+        };
+        tokio::select! {
+            chunk = chunks.recv(), if open > 0 => match chunk {
+                Some((stream, Some(bytes))) => {
+                    last_read = Instant::now();
+                    pump.bytes(stream, &bytes).await.map_err(emit_failed)?;
+                }
+                Some((stream, None)) => {
+                    open -= 1;
+                    pump.end(stream).await.map_err(emit_failed)?;
+                }
+                None => open = 0,
+            },
+            status = running.wait(), if exit.is_none() => {
+                let status = status.map_err(|error| RunError::new(
+                    FailureCode::Internal,
+                    format!("could not wait for the program: {error}"),
+                ))?;
+                exit = Some((status, Instant::now()));
+            }
+            () = sleep_until(pump.idle_flush_at(config.idle_flush)) => {
+                pump.flush_idle(config.idle_flush).await.map_err(emit_failed)?;
+            }
+            () = sleep_until(next_stop) => match (stop, exit) {
+                (Stop::Running, None) => {
+                    timed_out = true;
+                    running.terminate();
+                    signals_sent.push("SIGTERM");
+                    stop = Stop::Terminated { kill_at: Instant::now() + config.kill_grace };
+                }
+                (Stop::Terminated { .. }, None) => {
+                    running.kill();
+                    signals_sent.push("SIGKILL");
+                    stop = Stop::Killed { at: Instant::now() };
+                }
+                (Stop::Running | Stop::Terminated { .. }, Some(_)) => {
+                    // The program ended and its output is still open: either
+                    // weir is behind reading it, or something the program
+                    // started holds it.
+                    if running.leftovers() {
+                        running.kill();
+                        leftovers_killed = true;
+                        stop = Stop::Killed { at: Instant::now() };
+                    } else {
+                        stop = Stop::Draining;
+                    }
+                }
+                (Stop::Draining | Stop::Killed { .. }, _) => {
+                    // The output stays open, and quiet, with nothing of the
+                    // run alive that weir can see: a process escaped it.
+                    // Stop reading rather than wait for it.
+                    stop = Stop::Abandoned;
+                    if std::mem::take(&mut open) > 0 {
+                        chunks.close();
+                        pump.ctx.emit(Warning {
+                            message: "a process outside the run's reach still held its output open after the program ended; the rest of its output is lost".into(),
+                        }).await.map_err(emit_failed)?;
+                    }
+                }
+                (Stop::Abandoned, _) => {}
+            }
+        }
+    }
+    let (status, at) = exit.expect("the loop ends after the program");
+    if running.leftovers() {
+        // What it left running, with its output closed.
+        running.kill();
+        leftovers_killed = true;
+        let until = Instant::now() + Duration::from_secs(1);
+        while running.leftovers() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let (exit_code, signal) = running.outcome(status);
+    drop(running); // kills anything left and removes the directory
+    Ok(Ended {
+        at,
+        exit_code,
+        signal,
+        timed_out,
+        signals_sent,
+        leftovers_killed,
+    })
+}
+
+/// Where stopping the program stands.
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    Running,
+    /// SIGTERM sent; SIGKILL at `kill_at`.
+    Terminated {
+        kill_at: Instant,
+    },
+    /// The program ended, nothing of it is alive: reading what is left.
+    Draining,
+    /// SIGKILL sent at `at`.
+    Killed {
+        at: Instant,
+    },
+    /// Killed, and no longer reading pipes a process that escaped holds.
+    Abandoned,
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn setup_failed(error: impl std::fmt::Display) -> RunError {
+    RunError::new(
+        FailureCode::ToolError,
+        format!("the program could not be started: {error}"),
+    )
+    .with_remediation("check the server's log and the exec configuration; call again once fixed")
+}
+
+fn emit_failed(error: EmitError) -> RunError {
+    RunError::new(
+        FailureCode::Internal,
+        format!("the program's output could not be recorded: {error}"),
+    )
+}
+
+/// One stream's state.
+struct Side {
+    cutter: LineCutter,
+    bytes: u64,
+    /// Since when the start of a line has been waiting for its end.
+    pending_since: Option<Instant>,
+    warned_invalid: bool,
+}
+
+/// Turns the program's output into events: `partial`s of whole lines,
+/// tagged with their stream, in the order read; warnings; the cap.
+struct Pump<'a> {
+    ctx: &'a RunContext,
+    encoding: Encoding,
+    budget: Budget,
+    sides: [Side; 2],
+    truncated: bool,
+    invalid_utf8: bool,
+}
+
+/// What the output came to.
+struct Report {
+    stdout: u64,
+    stderr: u64,
+    shown: u64,
+    truncated: bool,
+    invalid_utf8: bool,
+}
+
+fn index(stream: Stream) -> usize {
+    match stream {
+        Stream::Stdout => 0,
+        Stream::Stderr => 1,
+    }
+}
+
+impl<'a> Pump<'a> {
+    fn new(
+        ctx: &'a RunContext,
+        encoding: Encoding,
+        chunk_bytes: usize,
+        max_output: u64,
+    ) -> Pump<'a> {
+        let side = || Side {
+            cutter: LineCutter::new(chunk_bytes),
+            bytes: 0,
+            pending_since: None,
+            warned_invalid: false,
+        };
+        Pump {
+            ctx,
+            encoding,
+            budget: Budget::new(max_output),
+            sides: [side(), side()],
+            truncated: false,
+            invalid_utf8: false,
+        }
+    }
+
+    /// Bytes read from `stream`.
+    async fn bytes(&mut self, stream: Stream, bytes: &[u8]) -> Result<(), EmitError> {
+        let side = &mut self.sides[index(stream)];
+        side.bytes += bytes.len() as u64;
+        if self.truncated {
+            return Ok(()); // counted, not kept
+        }
+        let chunks = side.cutter.push(bytes);
+        side.pending_since = match (side.cutter.has_pending(), side.pending_since) {
+            (false, _) => None,
+            (true, None) => Some(Instant::now()),
+            (true, since) => since,
+        };
+        for chunk in chunks {
+            // The other stream's unfinished line was written first.
+            self.flush_pending(other(stream)).await?;
+            self.show(stream, chunk).await?;
+        }
+        Ok(())
+    }
+
+    /// The end of `stream`: what is left of it goes out.
+    async fn end(&mut self, stream: Stream) -> Result<(), EmitError> {
+        let side = &mut self.sides[index(stream)];
+        side.pending_since = None;
+        if let Some(rest) = side.cutter.finish() {
+            self.show(stream, rest).await?;
+        }
+        Ok(())
+    }
+
+    /// When an unfinished line will have waited long enough.
+    fn idle_flush_at(&self, idle: Duration) -> Option<Instant> {
+        self.sides
+            .iter()
+            .filter_map(|side| side.pending_since)
+            .min()
+            .map(|since| since + idle)
+    }
+
+    /// Sends the unfinished lines that have waited `idle`.
+    async fn flush_idle(&mut self, idle: Duration) -> Result<(), EmitError> {
+        let now = Instant::now();
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let due = self.sides[index(stream)]
+                .pending_since
+                .is_some_and(|since| since + idle <= now);
+            if due {
+                self.flush_pending(stream).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn flush_pending(&mut self, stream: Stream) -> Result<(), EmitError> {
+        let side = &mut self.sides[index(stream)];
+        let Some(pending) = side.cutter.take_pending() else {
+            return Ok(());
+        };
+        side.pending_since = side.cutter.has_pending().then(Instant::now);
+        self.show(stream, pending).await
+    }
+
+    /// Emits a chunk as a `partial`, within the cap.
+    async fn show(&mut self, stream: Stream, chunk: Vec<u8>) -> Result<(), EmitError> {
+        if self.truncated {
+            return Ok(());
+        }
+        let len = chunk.len();
+        let shown = self.budget.admit(chunk);
+        let kept = shown.as_ref().map_or(0, Vec::len);
+        if let Some(bytes) = shown {
+            let (text, invalid) = decode(bytes, self.encoding);
+            self.ctx
+                .emit(Partial {
+                    content: vec![Content::text(text)],
+                    items: Vec::new(),
+                    group: Some(stream.name().to_owned()),
+                })
+                .await?;
+            let side = &mut self.sides[index(stream)];
+            if invalid && !side.warned_invalid {
+                side.warned_invalid = true;
+                self.invalid_utf8 = true;
+                self.ctx
+                    .emit(Warning {
+                        message: format!(
+                            "{} is not valid UTF-8; invalid bytes are shown as U+FFFD. Call again with output_encoding \"base64\" for the exact bytes",
+                            stream.name()
+                        ),
+                    })
+                    .await?;
+            }
+        }
+        if kept < len {
+            self.truncated = true;
+            let notice = format!(
+                "[weir: output limit of {} bytes reached; the rest of the output is counted but not shown]\n",
+                self.budget.limit()
+            );
+            self.ctx
+                .emit(Partial {
+                    content: vec![Content::text(notice.clone())],
+                    items: Vec::new(),
+                    group: Some("weir".into()),
+                })
+                .await?;
+            self.ctx
+                .emit(Warning {
+                    message: notice.trim().trim_matches(['[', ']']).to_owned(),
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    fn report(&self) -> Report {
+        Report {
+            stdout: self.sides[0].bytes,
+            stderr: self.sides[1].bytes,
+            shown: self.budget.shown(),
+            truncated: self.truncated,
+            invalid_utf8: self.invalid_utf8,
+        }
+    }
+}
+
+fn other(stream: Stream) -> Stream {
+    match stream {
+        Stream::Stdout => Stream::Stderr,
+        Stream::Stderr => Stream::Stdout,
+    }
+}

@@ -1,0 +1,244 @@
+//! The three tools of the pack, as the runtime sees them.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use weir_core::{Completed, Content, FailureCode, RunError};
+use weir_runtime::{RunContext, Tool, ToolInfo};
+
+use super::Shared;
+use super::args::{self, ExecuteArgs, ValidateArgs};
+use super::jail::{Collected, Launch, describe_status};
+use super::sandbox::Isolation;
+
+/// Most bytes of diagnostics `validate_code` returns.
+const MAX_DIAGNOSTICS: usize = 64 * 1024;
+/// Time limit of a syntax check.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// `execute_code`.
+pub(crate) struct ExecuteCode(pub(crate) Arc<Shared>);
+/// `validate_code`.
+pub(crate) struct ValidateCode(pub(crate) Arc<Shared>);
+/// `list_languages`.
+pub(crate) struct ListLanguages(pub(crate) Arc<Shared>);
+
+/// One sentence on the sandbox, for tool descriptions.
+fn sandbox_sentence(isolation: &Isolation) -> String {
+    match isolation {
+        Isolation::Bubblewrap(_) => "Programs run in a bubblewrap sandbox: no network, a read-only filesystem, a private /tmp; the working directory is the only writable place.".into(),
+        Isolation::None { reason } => format!(
+            "NO SANDBOX on this server ({reason}): programs run with resource limits only and can use the network and the files their user can reach."
+        ),
+    }
+}
+
+#[async_trait]
+impl Tool for ExecuteCode {
+    fn info(&self) -> ToolInfo {
+        let pack = &self.0;
+        let config = &pack.config;
+        let mut info = ToolInfo::new(
+            "execute_code",
+            format!(
+                "Runs a program and streams its stdout and stderr line by line as it runs (partial results grouped \"stdout\"/\"stderr\"), then reports exit code, signal, duration and truncation. Languages here: {}. {} Limits: wall-clock timeout (then SIGTERM, then SIGKILL to every process of the run), {} bytes of output shown, {} MiB of memory per process, {} processes. Each run gets a fresh working directory, removed afterwards.",
+                pack.available_summary(),
+                sandbox_sentence(pack.jail.isolation()),
+                config.max_output_bytes,
+                config.memory_bytes >> 20,
+                config.max_processes,
+            ),
+            args::execute_schema(
+                &pack.accepted_names(),
+                config.max_timeout,
+                config.default_timeout,
+            ),
+        );
+        info.output_schema = Some(args::execute_output_schema());
+        info.streams = true;
+        // The tool enforces the caller's timeout itself (and reports it);
+        // this is the scheduler's backstop.
+        info.timeout = Some(config.max_timeout + config.kill_grace + Duration::from_secs(30));
+        info.max_concurrent = Some(config.max_concurrent);
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
+        let pack = &self.0;
+        let call: ExecuteArgs = args::parse(arguments)?;
+        let file = pack.language(&call.language)?.spec.file;
+        let call = call.check(file, pack.config.default_timeout, pack.config.max_timeout)?;
+        super::run::execute(pack, &ctx, call).await
+    }
+}
+
+#[async_trait]
+impl Tool for ValidateCode {
+    fn info(&self) -> ToolInfo {
+        let pack = &self.0;
+        let mut info = ToolInfo::new(
+            "validate_code",
+            format!(
+                "Checks a program's syntax without running it (python: compile(); javascript: node --check; bash/sh: -n; ruby: -c; perl: -c, which runs BEGIN blocks). Runs with the same sandbox and limits as execute_code. {}",
+                sandbox_sentence(pack.jail.isolation())
+            ),
+            args::validate_schema(&pack.accepted_names()),
+        );
+        info.output_schema = Some(json!({
+            "type": "object",
+            "properties": {
+                "valid": {"type": "boolean"},
+                "language": {"type": "string"},
+                "checker": {"type": "string"},
+                "diagnostics": {"type": "string"},
+                "timed_out": {"type": "boolean"}
+            },
+            "required": ["valid", "language", "checker", "diagnostics"]
+        }));
+        info.timeout = Some(CHECK_TIMEOUT + Duration::from_secs(10));
+        info.max_concurrent = Some(pack.config.max_concurrent);
+        info
+    }
+
+    async fn run(&self, _ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
+        let pack = &self.0;
+        let call: ValidateArgs = args::parse(arguments)?;
+        if call.code.len() > args::MAX_CODE_BYTES {
+            return Err(args::invalid(format!(
+                "code is larger than {} bytes",
+                args::MAX_CODE_BYTES
+            )));
+        }
+        let language = pack.language(&call.language)?;
+        let interpreter = language.found.as_ref().map_err(|reason| {
+            RunError::new(
+                FailureCode::ToolError,
+                format!("{} is not available here: {reason}", language.spec.name),
+            )
+        })?;
+        let launch = Launch {
+            program: interpreter.path.clone(),
+            args: language.check_args(),
+            env: Vec::new(),
+            stdin: None,
+        };
+        let files = [(language.spec.file.into(), call.code.into_bytes())];
+        let Collected {
+            status,
+            output,
+            timed_out,
+        } = pack
+            .jail
+            .run_collected("check", launch, &files, CHECK_TIMEOUT, MAX_DIAGNOSTICS)
+            .await
+            .map_err(|error| {
+                RunError::new(
+                    FailureCode::ToolError,
+                    format!("the syntax check could not run: {error}"),
+                )
+            })?;
+        let valid = status.success() && !timed_out;
+        let diagnostics = String::from_utf8_lossy(&output).into_owned();
+        let text = match (valid, timed_out) {
+            (true, _) => format!("valid {} ({})", language.spec.name, language.spec.checker),
+            (false, true) => format!(
+                "the syntax check did not finish within {} s",
+                CHECK_TIMEOUT.as_secs()
+            ),
+            (false, false) => format!(
+                "invalid {} ({}, {}):\n{diagnostics}",
+                language.spec.name,
+                language.spec.checker,
+                describe_status(status)
+            ),
+        };
+        Ok(Completed {
+            content: vec![Content::text(text)],
+            structured: Some(json!({
+                "valid": valid,
+                "language": language.spec.name,
+                "checker": language.spec.checker,
+                "diagnostics": diagnostics,
+                "timed_out": timed_out,
+            })),
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for ListLanguages {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "list_languages",
+            "Lists the languages execute_code can run here (interpreters found at start, with versions), the sandbox in use (or why there is none) and the limits.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        );
+        info.output_schema = Some(json!({
+            "type": "object",
+            "properties": {
+                "languages": {"type": "array", "items": {"type": "object"}},
+                "sandbox": {"type": "object"},
+                "run_as": {"type": "string"},
+                "limits": {"type": "object"}
+            },
+            "required": ["languages", "sandbox", "limits"]
+        }));
+        info
+    }
+
+    async fn run(&self, _ctx: RunContext, _arguments: Value) -> Result<Completed, RunError> {
+        let pack = &self.0;
+        let mut text = String::new();
+        for language in &pack.languages {
+            let spec = language.spec;
+            let _ = match &language.found {
+                Ok(found) => writeln!(
+                    text,
+                    "{}{} ({})",
+                    spec.name,
+                    found
+                        .version
+                        .as_ref()
+                        .map(|v| format!(" {v}"))
+                        .unwrap_or_default(),
+                    found.path.display()
+                ),
+                Err(reason) => writeln!(text, "{}: not available ({reason})", spec.name),
+            };
+        }
+        let _ = match pack.jail.isolation() {
+            Isolation::Bubblewrap(bwrap) => writeln!(
+                text,
+                "sandbox: bubblewrap {} (no network, read-only root, private /tmp; the working directory is the only writable place)",
+                bwrap.version
+            ),
+            Isolation::None { reason } => writeln!(
+                text,
+                "sandbox: NONE ({reason}); programs run with limits only"
+            ),
+        };
+        let config = &pack.config;
+        let limits = pack.jail.limits();
+        Ok(Completed {
+            content: vec![Content::text(text)],
+            structured: Some(json!({
+                "languages": pack.languages.iter().map(|l| l.describe()).collect::<Vec<_>>(),
+                "sandbox": pack.jail.isolation().describe(),
+                "run_as": pack.jail.users().describe(),
+                "limits": {
+                    "default_timeout_s": config.default_timeout.as_secs_f64(),
+                    "max_timeout_s": config.max_timeout.as_secs_f64(),
+                    "kill_grace_s": config.kill_grace.as_secs_f64(),
+                    "output_bytes": config.max_output_bytes,
+                    "memory_bytes": limits.memory_bytes,
+                    "processes": limits.processes,
+                    "file_bytes": limits.file_bytes,
+                    "open_files": limits.open_files,
+                },
+            })),
+        })
+    }
+}

@@ -1,0 +1,67 @@
+//! weir's run engine: where a tool call becomes a run.
+//!
+//! **For:** the [`Tool`] trait and the [`RunContext`] a tool reports through;
+//! the [`Scheduler`] (concurrency limits, a bounded queue, timeouts,
+//! cancellation, panic capture, crash recovery, retention); and the
+//! [`EventLog`] trait with the in-memory store, [`MemoryLog`], plus
+//! [`Subscription`], the replay-then-live reader every delivery is built on.
+//! Durable stores are sibling crates (`weir-store-sqlite`) built on
+//! [`log::kit`]; with the `store-contract` feature this crate exports the
+//! test suite every store must pass.
+//!
+//! **Not for:** protocols. Nothing here knows MCP, HTTP or SSE; `weir-mcp`
+//! projects the log onto those. Tool packs depend on this crate and on
+//! `weir-core`, never on `weir-mcp`.
+//!
+//! The runtime, not the tool, keeps the log's invariants: seq dense from 0,
+//! `started` first, exactly one terminal event and nothing after it, also
+//! when the tool panics, times out, is cancelled or the process dies (the
+//! next start closes such runs as `failed`/`interrupted`).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use std::sync::Arc;
+//! use async_trait::async_trait;
+//! use serde_json::{Value, json};
+//! use weir_core::{Completed, EventKind, Partial, Content, RunError};
+//! use weir_runtime::{EventLog, MemoryLog, RunContext, RunOptions, Scheduler, SchedulerConfig, Tool, ToolInfo};
+//!
+//! struct Lines;
+//! #[async_trait]
+//! impl Tool for Lines {
+//!     fn info(&self) -> ToolInfo { ToolInfo::new("lines", "Emits three lines.", json!({"type": "object"})) }
+//!     async fn run(&self, ctx: RunContext, _args: Value) -> Result<Completed, RunError> {
+//!         for i in 0..3 {
+//!             let _ = ctx.emit(Partial { content: vec![Content::text(format!("line {i}"))], ..Default::default() }).await;
+//!         }
+//!         Ok(Completed::default())
+//!     }
+//! }
+//!
+//! let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+//! let scheduler = Scheduler::start(log.clone(), vec![Arc::new(Lines)], SchedulerConfig::default()).await.unwrap();
+//! let run = scheduler.submit("lines", json!({}), RunOptions::default()).await.unwrap();
+//! let mut events = log.subscribe_from(run.run_id(), 0);
+//! let mut types = Vec::new();
+//! while let Some(event) = events.next().await {
+//!     types.push(event.unwrap().kind.type_name());
+//! }
+//! assert_eq!(types, ["started", "partial", "partial", "partial", "completed"]);
+//! # }
+//! ```
+#![warn(missing_docs)]
+
+mod context;
+mod input;
+pub mod log;
+mod scheduler;
+mod tool;
+
+pub use context::{EmitError, RunContext, now_ms};
+pub use input::{AskError, InputKind, InputRequest};
+pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
+pub use scheduler::{
+    RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError, recover_interrupted,
+};
+pub use tool::{Pack, Tool, ToolInfo};

@@ -1,7 +1,0 @@
-//! weir-mcp's integration tests: the server over stdio (in-process pipes)
-//! and HTTP (a real socket), driven message by message.
-
-mod client;
-mod http;
-mod stdio;
-mod support;
