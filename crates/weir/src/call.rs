@@ -13,11 +13,12 @@ use tokio::signal::unix::{SignalKind, signal};
 use weir_client::{CallEvent, CallOptions, CallResult, ClientError, TaskMode};
 use weir_core::Content;
 
-use crate::cli::{CallArgs, EXIT_CANCELED, EXIT_FAILED, EXIT_OK, OutputFormat};
+use crate::cli::{CallArgs, OutputFormat};
 use crate::progress_bar::ProgressBar;
 use crate::remote;
+use crate::exit::Outcome;
 
-pub(crate) async fn run(args: CallArgs) -> anyhow::Result<u8> {
+pub(crate) async fn run(args: CallArgs) -> anyhow::Result<Outcome> {
     let arguments = arguments(args.json.as_deref(), &args.args)?;
     let timeout = match args.timeout {
         Some(seconds) => Some(
@@ -34,7 +35,7 @@ pub(crate) async fn run(args: CallArgs) -> anyhow::Result<u8> {
         connected = remote::connect(&args.server) => connected,
         _ = interrupts.recv() => {
             eprintln!("weir: interrupted while connecting; nothing was called");
-            return Ok(EXIT_CANCELED);
+            return Ok(Outcome::Canceled);
         }
     };
     let client = match connected {
@@ -71,7 +72,7 @@ pub(crate) async fn run(args: CallArgs) -> anyhow::Result<u8> {
                     show.clear();
                     eprintln!("weir: interrupted twice: exiting now; the call may still be running on the server");
                     // Dropping the client stops a spawned server too.
-                    return Ok(EXIT_CANCELED);
+                    return Ok(Outcome::Canceled);
                 }
                 interrupted = true;
                 call.cancel("interrupted (Ctrl-C)");
@@ -91,9 +92,9 @@ pub(crate) async fn run(args: CallArgs) -> anyhow::Result<u8> {
                 first_line(&result).map_or(String::new(), |line| format!(": {line}")),
                 remote::tools_command(&args.server)
             );
-            EXIT_FAILED
+            Outcome::Failed
         }
-        CallEvent::Result(_) => EXIT_OK,
+        CallEvent::Result(_) => Outcome::Completed,
         CallEvent::Error(error) => remote::report(&error, &args.server),
         _ => unreachable!("the loop ends on a terminal event"),
     })

@@ -5,15 +5,6 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use weir_core::{RunId, RunState};
 
-/// The run completed (or the command succeeded).
-pub(crate) const EXIT_OK: u8 = 0;
-/// The run failed, or the command did.
-pub(crate) const EXIT_FAILED: u8 = 1;
-/// The run was canceled.
-pub(crate) const EXIT_CANCELED: u8 = 3;
-/// The server could not be reached, or broke or refused the protocol.
-pub(crate) const EXIT_UNREACHABLE: u8 = 4;
-
 /// weir: a streaming runtime for long-running tools.
 #[derive(Debug, Parser)]
 #[command(name = "weir", version)]
@@ -259,13 +250,4 @@ pub(crate) enum RunsCommand {
         #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
         token: Option<String>,
     },
-}
-
-/// The exit code for a run that ended in `state`.
-pub(crate) fn exit_code(state: RunState) -> u8 {
-    match state {
-        RunState::Completed => EXIT_OK,
-        RunState::Canceled => EXIT_CANCELED,
-        RunState::Failed | RunState::Pending | RunState::Working => EXIT_FAILED,
-    }
 }

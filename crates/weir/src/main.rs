@@ -3,6 +3,7 @@
 
 mod call;
 mod cli;
+mod exit;
 mod output;
 mod packs;
 mod progress_bar;
@@ -15,6 +16,8 @@ mod tools;
 use std::process::ExitCode;
 
 use clap::Parser;
+
+use crate::exit::Outcome;
 
 /// A streaming server allocates and frees small buffers on several threads
 /// at once; mimalloc's per-thread heaps keep that off a shared lock.
@@ -30,20 +33,20 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("weir: could not start the async runtime: {error}");
-            return ExitCode::from(cli::EXIT_FAILED);
+            return ExitCode::from(Outcome::Failed.code());
         }
     };
     match runtime.block_on(run(args)) {
-        Ok(code) => ExitCode::from(code),
+        Ok(outcome) => ExitCode::from(outcome.code()),
         Err(error) => {
             // One line: what happened, and (in the error's own words) what to do.
             eprintln!("weir: {error:#}");
-            ExitCode::from(cli::EXIT_FAILED)
+            ExitCode::from(Outcome::Failed.code())
         }
     }
 }
 
-async fn run(args: cli::Args) -> anyhow::Result<u8> {
+async fn run(args: cli::Args) -> anyhow::Result<Outcome> {
     let data_dir = args.data_dir();
     match args.command {
         cli::Command::Runs(cli::RunsCommand::Tail {

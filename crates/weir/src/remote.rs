@@ -5,7 +5,8 @@
 use weir_client::{Client, ClientError, ClientOptions, Revision, StdioCommand, Target};
 use weir_core::LogLevel;
 
-use crate::cli::{EXIT_CANCELED, EXIT_FAILED, EXIT_UNREACHABLE, ProtocolArg, ServerArgs};
+use crate::cli::{ProtocolArg, ServerArgs};
+use crate::exit::Outcome;
 
 /// Connects to the server the flags name.
 pub(crate) async fn connect(server: &ServerArgs) -> Result<Client, ClientError> {
@@ -39,26 +40,27 @@ pub(crate) fn tools_command(server: &ServerArgs) -> String {
     }
 }
 
-/// Prints the one line for `error` and returns the exit code: 3 when the
-/// call was cancelled or timed out, 1 when it failed, 4 when the server
-/// could not be reached or refused the protocol.
-pub(crate) fn report(error: &ClientError, server: &ServerArgs) -> u8 {
-    let (code, hint) = match error {
+/// Prints the one line for `error` and says how the command ended:
+/// canceled when the call was cancelled or timed out, failed when the tool
+/// waited for input, unreachable when the server could not be reached or
+/// refused the protocol.
+pub(crate) fn report(error: &ClientError, server: &ServerArgs) -> Outcome {
+    let (outcome, hint) = match error {
         ClientError::Canceled { .. } => (
-            EXIT_CANCELED,
+            Outcome::Canceled,
             "; the server was told to stop; run the command again to start over".to_owned(),
         ),
-        ClientError::Timeout { .. } => (EXIT_CANCELED, String::new()),
-        ClientError::InputRequired { .. } => (EXIT_FAILED, String::new()),
+        ClientError::Timeout { .. } => (Outcome::Canceled, String::new()),
+        ClientError::InputRequired { .. } => (Outcome::Failed, String::new()),
         ClientError::Rpc { .. } => (
-            EXIT_UNREACHABLE,
+            Outcome::Unreachable,
             format!(
                 "; see what the server offers with `{}`",
                 tools_command(server)
             ),
         ),
-        _ => (EXIT_UNREACHABLE, String::new()),
+        _ => (Outcome::Unreachable, String::new()),
     };
     eprintln!("weir: {error}{hint}");
-    code
+    outcome
 }

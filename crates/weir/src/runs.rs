@@ -9,13 +9,14 @@ use weir_runtime::EventLog;
 use weir_runtime::log::RunFilter;
 use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
-use crate::cli::{EXIT_OK, RunsCommand, exit_code};
+use crate::cli::{RunsCommand};
 use crate::output;
+use crate::exit::Outcome;
 
 /// The database file inside a data directory.
 pub(crate) const DB_FILE: &str = "weir.db";
 
-pub(crate) async fn run(data_dir: &Path, command: RunsCommand) -> anyhow::Result<u8> {
+pub(crate) async fn run(data_dir: &Path, command: RunsCommand) -> anyhow::Result<Outcome> {
     let path = data_dir.join(DB_FILE);
     if !path.exists() {
         bail!(
@@ -51,7 +52,7 @@ pub(crate) async fn run(data_dir: &Path, command: RunsCommand) -> anyhow::Result
                     writeln!(out, "{}", output::run_row(run))?;
                 }
             }
-            Ok(EXIT_OK)
+            Ok(Outcome::Completed)
         }
         RunsCommand::Show { id, json } => {
             let run = log.get_run(&id).await?.with_context(|| not_found(&id))?;
@@ -78,7 +79,7 @@ pub(crate) async fn run(data_dir: &Path, command: RunsCommand) -> anyhow::Result
                     writeln!(out, "outcome   {}", output::describe(&last.kind))?;
                 }
             }
-            Ok(EXIT_OK)
+            Ok(Outcome::Completed)
         }
         RunsCommand::Events {
             id,
@@ -90,7 +91,7 @@ pub(crate) async fn run(data_dir: &Path, command: RunsCommand) -> anyhow::Result
             for event in &events {
                 print_event(&mut out, event, json)?;
             }
-            Ok(EXIT_OK)
+            Ok(Outcome::Completed)
         }
         RunsCommand::Tail { id, from, json, .. } => {
             let log: std::sync::Arc<dyn EventLog> = std::sync::Arc::new(log);
@@ -117,7 +118,7 @@ pub(crate) async fn run(data_dir: &Path, command: RunsCommand) -> anyhow::Result
                         .state
                 }
             };
-            Ok(exit_code(state))
+            Ok(Outcome::from(state))
         }
     }
 }

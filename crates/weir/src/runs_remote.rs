@@ -7,8 +7,8 @@ use std::io::Write;
 use weir_client::follow_run;
 use weir_core::{RunId, RunState};
 
-use crate::cli::{EXIT_UNREACHABLE, exit_code};
 use crate::output;
+use crate::exit::Outcome;
 
 pub(crate) async fn tail(
     url: &str,
@@ -16,7 +16,7 @@ pub(crate) async fn tail(
     id: &RunId,
     from: u64,
     json: bool,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<Outcome> {
     let mut events = follow_run(url, token, id.as_str(), from);
     let mut out = std::io::stdout().lock();
     while let Some(event) = events.next().await {
@@ -24,7 +24,7 @@ pub(crate) async fn tail(
             Ok(event) => event,
             Err(error) => {
                 eprintln!("weir: {error}");
-                return Ok(EXIT_UNREACHABLE);
+                return Ok(Outcome::Unreachable);
             }
         };
         if json {
@@ -39,11 +39,11 @@ pub(crate) async fn tail(
             .ok()
             .filter(|state| state.is_terminal())
         {
-            return Ok(exit_code(state));
+            return Ok(Outcome::from(state));
         }
     }
     eprintln!(
         "weir: the stream of run {id} ended before the run did; run the command again to go on"
     );
-    Ok(EXIT_UNREACHABLE)
+    Ok(Outcome::Unreachable)
 }

@@ -11,11 +11,12 @@ use weir_mcp::{McpServer, ServerConfig, transport};
 use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig};
 use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
-use crate::cli::{DEFAULT_HTTP_ADDR, EXIT_OK, ServeArgs};
+use crate::cli::{DEFAULT_HTTP_ADDR, ServeArgs};
 use crate::packs;
 use crate::runs::DB_FILE;
+use crate::exit::Outcome;
 
-pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<u8> {
+pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outcome> {
     // Logs go to stderr: stdout may be the MCP channel.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -71,7 +72,7 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<u8> 
         scheduler
             .shutdown("the client closed stdin", Duration::from_secs(2))
             .await;
-        return Ok(EXIT_OK);
+        return Ok(Outcome::Completed);
     }
     let addr = args
         .http
@@ -91,5 +92,5 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<u8> 
     })
     .await
     .with_context(|| format!("serving HTTP on {addr} (is the port in use? pick another with --http ADDR)"))?;
-    Ok(EXIT_OK)
+    Ok(Outcome::Completed)
 }

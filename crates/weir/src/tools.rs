@@ -5,10 +5,11 @@ use std::io::Write;
 use serde_json::Value;
 use weir_client::{TaskSupport, ToolDescription};
 
-use crate::cli::{EXIT_OK, ToolsArgs};
+use crate::cli::{ToolsArgs};
 use crate::remote;
+use crate::exit::Outcome;
 
-pub(crate) async fn run(args: ToolsArgs) -> anyhow::Result<u8> {
+pub(crate) async fn run(args: ToolsArgs) -> anyhow::Result<Outcome> {
     let client = match remote::connect(&args.server).await {
         Ok(client) => client,
         Err(error) => return Ok(remote::report(&error, &args.server)),
@@ -26,8 +27,8 @@ pub(crate) async fn run(args: ToolsArgs) -> anyhow::Result<u8> {
     };
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         // `| head`: the reader has what it wanted.
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(EXIT_OK),
-        written => written.map(|()| EXIT_OK).map_err(Into::into),
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Completed),
+        written => written.map(|()| Outcome::Completed).map_err(Into::into),
     }
 }
 

@@ -1,7 +1,9 @@
 //! The `weir` binary, driven as a user would: one test binary, a module per
 //! area — `runs` over a data directory (`cli`), `call`/`tools` against
-//! servers (`call`), and the exec pack through `weir serve` (`exec`).
+//! servers (`call`), the exec pack through `weir serve` (`exec`), and the
+//! crate layering over `cargo metadata` (`layering`).
 
 mod call;
 mod cli;
 mod exec;
+mod layering;

@@ -155,7 +155,7 @@ async fn collect(mut call: weir_client::CallStream) -> Vec<CallEvent> {
     events
 }
 
-/// Resume (docs/design.md, "Delivery"), from the client: a 3,000-item stream whose connection
+/// Resume (docs/design.md, "Delivery projections"), from the client: a 3,000-item stream whose connection
 /// is cut every 16 KiB (mid-event) arrives whole — every item once, in
 /// order — and then the result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -257,7 +257,7 @@ async fn sessions_are_required_checked_and_ended_by_delete() {
     );
 }
 
-/// Resume (docs/design.md, "Delivery"): a client dropped at random points of a 10,000-item
+/// Resume (docs/design.md, "Delivery projections"): a client dropped at random points of a 10,000-item
 /// stream, resuming each time with `Last-Event-ID`, receives every item
 /// exactly once, then the response.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,205 @@
+//! The crate layering, checked over `cargo metadata`: ARCHITECTURE.md's
+//! absences as tested facts. Each workspace crate has a row saying which
+//! weir crates it may depend on (and, for a few, which other crates); a new
+//! crate fails here until it is given its row.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// Which weir crates a crate may depend on, for building it and for its
+/// tests. `None`: any (only the binary, which assembles everything).
+struct Layer {
+    name: &'static str,
+    normal: Option<&'static [&'static str]>,
+    dev: &'static [&'static str],
+    /// When set, the only crates of any kind it may depend on (besides the
+    /// weir ones above) for building.
+    external: Option<&'static [&'static str]>,
+}
+
+const CORE: &[&str] = &["weir-core"];
+const ENGINE: &[&str] = &["weir-core", "weir-runtime"];
+/// What every tool pack may use: never an MCP crate, a client, a store or
+/// another pack.
+const PACK: &[&str] = &["weir-core", "weir-runtime", "weir-proc"];
+
+const LAYERS: &[Layer] = &[
+    Layer {
+        name: "weir-core",
+        normal: Some(&[]),
+        dev: &[],
+        external: Some(&["serde", "serde_json", "thiserror"]),
+    },
+    Layer {
+        name: "weir-runtime",
+        normal: Some(CORE),
+        dev: CORE,
+        external: None,
+    },
+    Layer {
+        name: "weir-store-sqlite",
+        normal: Some(ENGINE),
+        dev: ENGINE,
+        external: None,
+    },
+    Layer {
+        name: "weir-mcp-wire",
+        normal: Some(&[]),
+        dev: &[],
+        external: Some(&["serde", "serde_json"]),
+    },
+    Layer {
+        name: "weir-mcp",
+        normal: Some(&["weir-core", "weir-runtime", "weir-mcp-wire"]),
+        // Its tests drive it with the fixtures and weir's own client.
+        dev: &["weir-core", "weir-runtime", "weir-mcp-wire", "weir-client", "weir-fixtures"],
+        external: None,
+    },
+    Layer {
+        name: "weir-client",
+        normal: Some(&["weir-core", "weir-mcp-wire"]),
+        // Its tests call a real weir server.
+        dev: &["weir-core", "weir-mcp-wire", "weir-runtime", "weir-mcp", "weir-fixtures"],
+        external: None,
+    },
+    Layer {
+        name: "weir-proc",
+        normal: Some(&[]),
+        dev: &[],
+        external: None,
+    },
+    Layer {
+        name: "weir-fixtures",
+        normal: Some(&["weir-core", "weir-runtime", "weir-mcp"]),
+        dev: &["weir-core", "weir-runtime", "weir-mcp"],
+        external: None,
+    },
+    Layer {
+        name: "weir",
+        normal: None,
+        dev: &[],
+        external: None,
+    },
+];
+
+/// The layer of `crate_name`: its own row, or the pack row for `weir-pack-*`.
+fn layer_of(crate_name: &str) -> Option<Layer> {
+    if crate_name.starts_with("weir-pack-") {
+        return Some(Layer {
+            name: "weir-pack-*",
+            normal: Some(PACK),
+            dev: PACK,
+            external: None,
+        });
+    }
+    LAYERS
+        .iter()
+        .find(|layer| layer.name == crate_name)
+        .map(|layer| Layer { ..*layer })
+}
+
+/// Every broken rule in `metadata` (the JSON of `cargo metadata --no-deps`),
+/// one sentence each.
+fn violations(metadata: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let packages = metadata["packages"].as_array().expect("packages");
+    let members: Vec<&str> = packages
+        .iter()
+        .filter_map(|package| package["name"].as_str())
+        .collect();
+    for package in packages {
+        let name = package["name"].as_str().expect("name");
+        let Some(layer) = layer_of(name) else {
+            found.push(format!(
+                "{name} has no row in the layering table (crates/weir/tests/it/layering.rs): say which weir crates it may depend on"
+            ));
+            continue;
+        };
+        let mut kinds: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for dependency in package["dependencies"].as_array().expect("dependencies") {
+            let kind = dependency["kind"].as_str().unwrap_or("normal");
+            kinds
+                .entry(kind)
+                .or_default()
+                .push(dependency["name"].as_str().expect("dependency name"));
+        }
+        for (kind, dependencies) in kinds {
+            for dependency in dependencies {
+                let is_member = members.contains(&dependency);
+                let allowed = match (kind, is_member) {
+                    ("dev", true) => layer.dev.contains(&dependency),
+                    ("dev", false) => true,
+                    (_, true) => layer.normal.is_none_or(|allowed| allowed.contains(&dependency)),
+                    (_, false) => layer
+                        .external
+                        .is_none_or(|allowed| allowed.contains(&dependency)),
+                };
+                if !allowed {
+                    found.push(format!(
+                        "{name} ({}) must not depend on {dependency} ({kind} dependency)",
+                        layer.name
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+fn workspace_metadata() -> Value {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
+}
+
+#[test]
+fn every_crate_depends_only_on_the_layers_below_it() {
+    let metadata = workspace_metadata();
+    let broken = violations(&metadata);
+    assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
+}
+
+/// The check itself: a pack that imports the MCP server, a store or another
+/// pack, a core that grows a runtime dependency, and a crate without a row
+/// are each caught.
+#[test]
+fn the_check_catches_a_pack_importing_mcp_and_other_breaks() {
+    let mut metadata = workspace_metadata();
+    let packages = metadata["packages"].as_array_mut().unwrap();
+    let add = |packages: &mut Vec<Value>, crate_name: &str, dependency: &str, kind: Value| {
+        let package = packages
+            .iter_mut()
+            .find(|package| package["name"] == crate_name)
+            .unwrap_or_else(|| panic!("{crate_name} is a workspace member"));
+        package["dependencies"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"name": dependency, "kind": kind}));
+    };
+    add(packages, "weir-pack-exec", "weir-mcp", Value::Null);
+    add(packages, "weir-pack-exec", "weir-store-sqlite", "dev".into());
+    add(packages, "weir-core", "tokio", Value::Null);
+    add(packages, "weir-runtime", "weir-client", Value::Null);
+    packages.push(serde_json::json!({"name": "weir-new", "dependencies": []}));
+    let broken = violations(&metadata);
+    assert_eq!(
+        broken,
+        [
+            "weir-core (weir-core) must not depend on tokio (normal dependency)",
+            "weir-runtime (weir-runtime) must not depend on weir-client (normal dependency)",
+            "weir-pack-exec (weir-pack-*) must not depend on weir-store-sqlite (dev dependency)",
+            "weir-pack-exec (weir-pack-*) must not depend on weir-mcp (normal dependency)",
+            "weir-new has no row in the layering table (crates/weir/tests/it/layering.rs): say which weir crates it may depend on",
+        ]
+    );
+}
