@@ -12,12 +12,33 @@
 //! **Not for:** executing tools (weir-runtime does) or defining them (tool
 //! packs do, without knowing this crate), nor calling other servers (that is
 //! `weir-client`). MCP's result shapes stay inside this crate; the JSON-RPC
-//! framing and revision names it shares with the client are `weir-mcp-wire`;
-//! rmcp provides model types for the catalog.
+//! framing, error codes and revision names it shares with the client are
+//! `weir-mcp-wire`; rmcp provides model types for the catalog.
 //!
-//! ```no_run
-//! # async fn demo() -> std::io::Result<()> {
+//! **Main types:** [`McpServer`] (cheap to clone) built from a scheduler, a
+//! [`catalog::Catalog`] (resources, prompts, completions; [`catalog::EmptyCatalog`]
+//! when there are none) and a [`ServerConfig`]; then handed to
+//! [`transport::stdio::serve_stdio`] (or [`transport::stdio::serve_lines`]
+//! for any pair of line streams) or [`transport::http::serve_http`] (or
+//! [`transport::http::router`] to mount it in an axum app).
+//!
+//! **Inside**, a module imports only from its own row or the rows below it,
+//! and no import chain comes back to where it started:
+//!
+//! | layer | modules |
+//! |---|---|
+//! | transports | `transport::{stdio, http}`: messages in and out |
+//! | dispatch | `server`: [`McpServer`], method → handler |
+//! | handlers | `handlers::{lifecycle, tools, tasks, resources, prompts, builtin}`: free functions over the shared state, one module per group of methods (`builtin`: weir's own `runs_*` and `get_status` tools and `weir://runs/…` resources) |
+//! | following | `follow`: the one loop over a run's log, for calls, resumed streams and tasks |
+//! | projection | `projection` (events → MCP messages and the final result), `session` (a client's session, outgoing messages) |
+//! | ground | `state` (scheduler, catalog, settings), `errors`, `protocol` (the revision a request speaks), `wire` (MCP's JSON forms), [`catalog`] |
+//!
+//! ```
+//! # #[tokio::main]
+//! # async fn main() -> std::io::Result<()> {
 //! use std::sync::Arc;
+//! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 //! use weir_mcp::{McpServer, ServerConfig, catalog::EmptyCatalog, transport};
 //! use weir_runtime::{MemoryLog, Scheduler, SchedulerConfig};
 //!
@@ -25,20 +46,33 @@
 //!     .await
 //!     .expect("scheduler");
 //! let server = McpServer::new(scheduler, Arc::new(EmptyCatalog), ServerConfig::default());
-//! transport::stdio::serve_stdio(server).await
+//! // A real server runs `transport::stdio::serve_stdio(server)`; here the
+//! // client is the other end of an in-memory pipe.
+//! let (mut client, ours) = tokio::io::duplex(64 * 1024);
+//! let (input, output) = tokio::io::split(ours);
+//! tokio::spawn(transport::stdio::serve_lines(server, input, output));
+//! client
+//!     .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n")
+//!     .await?;
+//! let reply = BufReader::new(client).lines().next_line().await?.expect("a reply");
+//! assert!(reply.contains("\"runs_list\""));
+//! # Ok(())
 //! # }
 //! ```
 #![warn(missing_docs)]
 
-mod call;
 pub mod catalog;
+mod errors;
+mod follow;
+mod handlers;
 mod projection;
 mod protocol;
-mod runs_tools;
 mod server;
-mod tasks;
+mod session;
+mod state;
 pub mod transport;
 mod wire;
 
-pub use server::{McpServer, ServerConfig};
+pub use server::McpServer;
+pub use state::ServerConfig;
 pub use weir_mcp_wire::revision::SUPPORTED_VERSIONS;

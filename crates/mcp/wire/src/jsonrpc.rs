@@ -20,6 +20,8 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// 2025-11-25: resource not found.
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// Streamable HTTP: unknown `Mcp-Session-Id` (sent with HTTP 404).
+    pub const SESSION_NOT_FOUND: i64 = -32001;
     /// 2026-07-28: `MCP-Protocol-Version` header and `_meta` disagree.
     pub const HEADER_MISMATCH: i64 = -32020;
     /// 2026-07-28: unsupported protocol version.

@@ -25,8 +25,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use weir_core::{EventKind, RunId, Seq};
 
+use crate::follow::{FollowError, follow};
 use crate::protocol::Era;
-use crate::server::{McpServer, Outgoing, Session};
+use crate::server::McpServer;
+use crate::session::{Outgoing, Session};
 use crate::transport::era_of;
 use weir_mcp_wire::jsonrpc::{Incoming, RpcError, code, error_response};
 
@@ -178,7 +180,7 @@ fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Session>, Re
             StatusCode::NOT_FOUND,
             &Value::Null,
             &RpcError::new(
-                -32001,
+                code::SESSION_NOT_FOUND,
                 "session not found (ended or never existed): initialize a new one",
             ),
         )
@@ -371,10 +373,11 @@ async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Res
     let (outbound, outgoing) = mpsc::channel::<Outgoing>(256);
     let server = state.server.clone();
     tokio::spawn(async move {
-        let message = match server.follow(&run_id, Some(seq), scope, &outbound).await {
+        let followed = follow(&server.state, &run_id, Some(seq), scope, &outbound, None).await;
+        let message = match followed {
             Ok(result) => weir_mcp_wire::jsonrpc::response(&request_id, result),
-            Err(crate::call::FollowError::Rpc(error)) => error_response(&request_id, &error),
-            Err(crate::call::FollowError::ClientGone) => return,
+            Err(FollowError::Rpc(error)) => error_response(&request_id, &error),
+            Err(FollowError::ClientGone) => return,
         };
         let _ = outbound.send(Outgoing::message(message)).await;
     });

@@ -10,7 +10,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::server::{McpServer, Outgoing, Session};
+use crate::server::McpServer;
+use crate::session::{Outgoing, Session};
 use crate::transport::era_of;
 use weir_mcp_wire::jsonrpc::{Incoming, RpcError, code, error_response};
 

@@ -2,13 +2,17 @@
 //! no streaming at all, every run can still be listed, paged through,
 //! cancelled and read afterwards.
 
+use std::sync::LazyLock;
+
+use base64::Engine as _;
 use serde_json::{Value, json};
 use weir_core::{RunId, RunState};
+use weir_mcp_wire::jsonrpc::RpcError;
 use weir_runtime::log::RunFilter;
 
+use crate::errors::internal;
 use crate::protocol::SUPPORTED_VERSIONS;
-use crate::server::{McpServer, internal};
-use weir_mcp_wire::jsonrpc::RpcError;
+use crate::state::ServerState;
 
 /// Most events `runs_events` returns per page.
 const MAX_PAGE: u64 = 1000;
@@ -19,7 +23,9 @@ fn run_id_schema() -> Value {
     json!({ "type": "string", "description": "The run's id (the task id, for calls made as tasks)." })
 }
 
-pub(crate) fn run_tool_list() -> Vec<Value> {
+/// weir's own tools as `tools/list` shows them. Built once: every
+/// `tools/call` looks its name and input schema up here.
+pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
     let tool = |name: &str, description: &str, properties: Value, required: &[&str]| {
         json!({
             "name": name,
@@ -80,7 +86,7 @@ pub(crate) fn run_tool_list() -> Vec<Value> {
             &[],
         ),
     ]
-}
+});
 
 fn structured(value: Value) -> Value {
     json!({
@@ -103,21 +109,15 @@ fn run_id_arg(arguments: &Value) -> Result<RunId, String> {
 
 /// Handles a call to one of weir's own tools; `None` if `name` is not one.
 pub(crate) async fn call(
-    server: &McpServer,
+    state: &ServerState,
     name: &str,
     arguments: &Value,
 ) -> Option<Result<Value, RpcError>> {
-    let known = run_tool_list().iter().any(|tool| tool["name"] == name);
-    if !known {
-        return None;
-    }
-    if let Err(message) = weir_core::check_arguments(
-        &run_tool_list().into_iter().find(|t| t["name"] == name)?["inputSchema"],
-        arguments,
-    ) {
+    let tool = TOOLS.iter().find(|tool| tool["name"] == name)?;
+    if let Err(message) = weir_core::check_arguments(&tool["inputSchema"], arguments) {
         return Some(Ok(tool_error(format!("invalid arguments: {message}"))));
     }
-    Some(match answer(server, name, arguments).await {
+    Some(match answer(state, name, arguments).await {
         Ok(Ok(value)) => Ok(structured(value)),
         Ok(Err(message)) => Ok(tool_error(message)),
         Err(error) => Err(error),
@@ -126,11 +126,11 @@ pub(crate) async fn call(
 
 /// `Ok(Err(..))` is a tool-level error the caller can act on.
 async fn answer(
-    server: &McpServer,
+    state: &ServerState,
     name: &str,
     arguments: &Value,
 ) -> Result<Result<Value, String>, RpcError> {
-    let scheduler = &server.inner.scheduler;
+    let scheduler = &state.scheduler;
     let log = scheduler.log();
     let missing = |run_id: &RunId| format!("no run {run_id}; list runs with runs_list");
     match name {
@@ -159,10 +159,10 @@ async fn answer(
                 .map(|t| t.name.as_str())
                 .collect();
             Ok(Ok(json!({
-                "name": server.inner.config.name,
-                "version": server.inner.config.version,
+                "name": state.config.name,
+                "version": state.config.version,
                 "protocolVersions": SUPPORTED_VERSIONS,
-                "store": server.inner.config.store,
+                "store": state.config.store,
                 "queued": scheduler.queued(),
                 "streaming": {
                     "progress": true,
@@ -243,7 +243,7 @@ async fn answer(
                         json!({ "artifact": artifact, "offset": offset, "next_offset": next, "done": next >= artifact.bytes, "data": data }),
                     ))
                 }
-                _ => unreachable!("checked against run_tool_list above"),
+                _ => unreachable!("checked against TOOLS above"),
             }
         }
     }
@@ -267,13 +267,13 @@ pub(crate) fn run_resource_templates() -> Vec<Value> {
 
 /// Contents of a `weir://runs/...` URI; `None` for other URIs.
 pub(crate) async fn read_run_resource(
-    server: &McpServer,
+    state: &ServerState,
     uri: &str,
 ) -> Result<Option<Value>, RpcError> {
     let Some(rest) = uri.strip_prefix("weir://runs/") else {
         return Ok(None);
     };
-    let log = server.inner.scheduler.log();
+    let log = state.scheduler.log();
     let (id, artifact) = match rest.split_once("/artifacts/") {
         Some((id, name)) => (id, Some(name)),
         None => (rest, None),
@@ -312,40 +312,88 @@ pub(crate) async fn read_run_resource(
     Ok(Some(contents))
 }
 
-/// Standard base64 with padding.
+/// Bytes that are not UTF-8, as MCP's `blob` and the `runs_artifact` tool
+/// carry them: standard alphabet, padded (RFC 4648 §4).
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> shift & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn base64_matches_rfc_4648_vectors() {
-        for (plain, encoded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(super::base64(plain.as_bytes()), encoded);
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use serde_json::{Value, json};
+    use weir_core::{Completed, FailureCode, RunError};
+    use weir_runtime::{
+        MemoryLog, RunContext, RunOptions, Scheduler, SchedulerConfig, Tool, ToolInfo,
+    };
+
+    use crate::catalog::EmptyCatalog;
+    use crate::state::{ServerConfig, ServerState};
+
+    /// Writes one artifact, `bytes.bin`, whose bytes are not UTF-8.
+    struct Binary;
+
+    /// Not UTF-8, and encoded with both characters where the standard
+    /// alphabet differs from the URL-safe one, plus padding: "+/8=".
+    const BYTES: [u8; 2] = [0xfb, 0xff];
+
+    #[async_trait]
+    impl Tool for Binary {
+        fn info(&self) -> ToolInfo {
+            ToolInfo::new(
+                "binary",
+                "Writes a binary artifact.",
+                json!({"type": "object"}),
+            )
         }
+
+        async fn run(&self, ctx: RunContext, _: Value) -> Result<Completed, RunError> {
+            ctx.artifact("bytes.bin", "application/octet-stream", BYTES.to_vec())
+                .await
+                .map_err(|error| RunError::new(FailureCode::ToolError, error.to_string()))?;
+            Ok(Completed::default())
+        }
+    }
+
+    #[tokio::test]
+    async fn binary_artifacts_are_standard_padded_base64() {
+        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Binary)];
+        let scheduler = Scheduler::start(
+            Arc::new(MemoryLog::new()),
+            tools,
+            SchedulerConfig::default(),
+        )
+        .await
+        .expect("scheduler");
+        let handle = scheduler
+            .submit("binary", json!({}), RunOptions::default())
+            .await
+            .expect("submitted");
+        let run_id = handle.run_id().clone();
+        handle.finished().await.expect("finished");
+        let state = ServerState {
+            scheduler,
+            catalog: Arc::new(EmptyCatalog),
+            config: ServerConfig::default(),
+        };
+
+        let arguments = json!({ "run_id": run_id, "name": "bytes.bin" });
+        let page = super::call(&state, "runs_artifact", &arguments)
+            .await
+            .expect("a built-in tool")
+            .expect("answered");
+        assert_eq!(
+            page["structuredContent"]["data"],
+            json!({ "base64": "+/8=" })
+        );
+
+        let uri = format!("weir://runs/{run_id}/artifacts/bytes.bin");
+        let contents = super::read_run_resource(&state, &uri)
+            .await
+            .expect("read")
+            .expect("a run resource");
+        assert_eq!(contents[0]["blob"], "+/8=");
     }
 }

@@ -1,0 +1,92 @@
+//! What a client learns about the server and sets for itself: `initialize`,
+//! `server/discover` and `logging/setLevel`.
+
+use serde_json::{Value, json};
+use weir_core::LogLevel;
+use weir_mcp_wire::jsonrpc::RpcError;
+use weir_mcp_wire::revision::TASKS_EXTENSION;
+
+use crate::protocol::{Era, LATEST_SESSION_VERSION, SUPPORTED_VERSIONS};
+use crate::session::Session;
+use crate::state::ServerState;
+
+/// `initialize` (session era): agrees on a revision and records the
+/// client's capabilities in `session`.
+pub(crate) fn initialize(state: &ServerState, session: &Session, params: &Value) -> Value {
+    let asked = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    // A session-era client gets its own revision if we speak it, else our newest session revision.
+    let version = SUPPORTED_VERSIONS
+        .iter()
+        .skip(1)
+        .find(|known| **known == asked)
+        .copied()
+        .unwrap_or(LATEST_SESSION_VERSION);
+    session.set_capabilities(
+        params
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+    );
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(Era::Session),
+        "serverInfo": state.server_info(),
+    });
+    if let Some(instructions) = &state.config.instructions {
+        result["instructions"] = instructions.clone().into();
+    }
+    result
+}
+
+/// `server/discover` (2026-07-28).
+pub(crate) fn discover(state: &ServerState) -> Value {
+    // serverInfo travels in `_meta` (the dispatcher adds it); absent
+    // instructions are left out, not null (the schema says string).
+    let mut discovered = json!({
+        "supportedVersions": SUPPORTED_VERSIONS,
+        "capabilities": capabilities(Era::Stateless),
+    });
+    if let Some(instructions) = &state.config.instructions {
+        discovered["instructions"] = instructions.clone().into();
+    }
+    discovered
+}
+
+/// `logging/setLevel` (session era): the level applies to the session's
+/// later calls.
+pub(crate) fn set_log_level(session: &Session, params: &Value) -> Result<Value, RpcError> {
+    let level: LogLevel = params
+        .get("level")
+        .cloned()
+        .and_then(|level| serde_json::from_value(level).ok())
+        .ok_or_else(|| {
+            RpcError::invalid_params(
+                "logging/setLevel needs \"level\": one of debug, info, notice, warning, error, critical, alert, emergency",
+            )
+        })?;
+    session.set_log_level(level);
+    Ok(json!({}))
+}
+
+fn capabilities(era: Era) -> Value {
+    let mut capabilities = json!({
+        "tools": { "listChanged": false },
+        "resources": { "subscribe": true, "listChanged": false },
+        "prompts": { "listChanged": false },
+        "completions": {},
+        "logging": {},
+    });
+    match era {
+        Era::Session => {
+            capabilities["tasks"] =
+                json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+        }
+        Era::Stateless => {
+            capabilities["extensions"] = json!({ TASKS_EXTENSION: {} });
+        }
+    }
+    capabilities
+}

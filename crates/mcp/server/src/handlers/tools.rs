@@ -1,0 +1,116 @@
+//! `tools/list` and `tools/call`: a call becomes a run; its log becomes the
+//! call's notifications and its final result.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use weir_mcp_wire::jsonrpc::RpcError;
+use weir_runtime::{RunOptions, SubmitError, ToolInfo};
+
+use crate::errors::{internal, required_str};
+use crate::follow::{FollowError, follow};
+use crate::handlers::{builtin, tasks};
+use crate::protocol::{Era, Scope};
+use crate::session::{Outbound, Session};
+use crate::state::ServerState;
+
+/// A tool as `tools/list` shows it; `streamingHint` is how a client learns
+/// that a tool streams (SEP-2998 draft annotation).
+fn tool_json(info: &ToolInfo) -> Value {
+    let mut tool = json!({
+        "name": info.name,
+        "description": info.description,
+        "inputSchema": info.input_schema,
+        "execution": { "taskSupport": "optional" },
+    });
+    if let Some(output) = &info.output_schema {
+        tool["outputSchema"] = output.clone();
+    }
+    if info.streams {
+        tool["annotations"] = json!({ "streamingHint": true });
+    }
+    tool
+}
+
+/// `tools/list`: the scheduler's tools, then weir's own.
+pub(crate) fn list(state: &ServerState) -> Value {
+    let mut tools: Vec<Value> = state.scheduler.tools().map(tool_json).collect();
+    tools.extend(builtin::TOOLS.iter().cloned());
+    json!({ "tools": tools })
+}
+
+/// `tools/call`. Returns `None` when the client cancelled the call (no
+/// response is owed then).
+pub(crate) async fn call(
+    state: &ServerState,
+    session: &Arc<Session>,
+    scope: &Scope,
+    request_id: &Value,
+    params: Value,
+    out: &Outbound,
+) -> Result<Option<Value>, RpcError> {
+    let name = required_str(&params, "name")?.to_owned();
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(object @ Value::Object(_)) => object.clone(),
+        Some(_) => return Err(RpcError::invalid_params("\"arguments\" must be an object")),
+    };
+    if let Some(result) = builtin::call(state, &name, &arguments).await {
+        return result.map(Some);
+    }
+    let legacy_task = scope.era == Era::Session && params.get("task").is_some();
+    let stateless_task = scope.era == Era::Stateless
+        && tasks::client_accepts_tasks(scope)
+        && scope.progress_token.is_none()
+        && scope.partial_token.is_none();
+    // Questions the tool asks (sampling, elicitation) go to this client on
+    // this call's stream; a task or a stateless call has no one to ask.
+    let (questions, asked) = mpsc::channel(8);
+    let answering = scope.era == Era::Session && !legacy_task;
+    let options = RunOptions {
+        input_requests: answering.then_some(questions),
+        ..RunOptions::default()
+    };
+    let submitted = state.scheduler.submit(&name, arguments, options).await;
+    let handle = match submitted {
+        Ok(handle) => handle,
+        // A model can correct its arguments: report them as a tool error.
+        Err(SubmitError::InvalidArguments { message, .. }) => {
+            return Ok(Some(json!({
+                "content": [{ "type": "text", "text": format!("invalid arguments: {message}") }],
+                "isError": true,
+            })));
+        }
+        Err(error @ SubmitError::UnknownTool { .. }) => {
+            return Err(RpcError::invalid_params(error.to_string()));
+        }
+        Err(error @ SubmitError::Busy { retry_after, .. }) => {
+            return Err(RpcError::internal(error.to_string())
+                .with_data(json!({ "retryAfterMs": retry_after.as_millis() as u64 })));
+        }
+        Err(error) => return Err(internal(error)),
+    };
+    let run_id = handle.run_id().clone();
+    if legacy_task || stateless_task {
+        return tasks::created(state, scope.era, &run_id).await.map(Some);
+    }
+    session.track_call(request_id, &run_id, scope);
+    let questions = answering.then(|| (asked, session.clone()));
+    let followed = follow(state, &run_id, None, scope.clone(), out, questions).await;
+    let cancelled_by_client = session.finish_call(request_id);
+    match followed {
+        Ok(_) if cancelled_by_client => Ok(None),
+        Ok(result) => Ok(Some(result)),
+        Err(FollowError::ClientGone) => {
+            if scope.era == Era::Stateless {
+                // 2026-07-28: closing the response stream cancels the request.
+                state
+                    .scheduler
+                    .cancel(&run_id, "the client closed the response stream");
+            }
+            Ok(None)
+        }
+        Err(FollowError::Rpc(error)) => Err(error),
+    }
+}

@@ -1,0 +1,164 @@
+//! A client's session, and the messages a request sends before its response.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use weir_core::{LogLevel, RunId};
+use weir_runtime::now_ms;
+
+use crate::protocol::{Era, Scope};
+
+/// A message a request produces, as JSON text (serialized by the request's
+/// task, not by the transport's single writer), with the SSE event id that
+/// lets a client resume after it (HTTP, session era).
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    pub(crate) event_id: Option<EventId>,
+    pub(crate) message: String,
+}
+
+impl Outgoing {
+    /// A message with no SSE id (it cannot be resumed after).
+    pub(crate) fn message(message: Value) -> Outgoing {
+        Outgoing {
+            event_id: None,
+            message: crate::wire::to_json(&message),
+        }
+    }
+}
+
+/// The SSE id of a run's event, `{run_id}.{seq}`; formatted only by the
+/// transports that send ids.
+#[derive(Debug, Clone)]
+pub(crate) struct EventId {
+    pub(crate) run_id: Arc<str>,
+    pub(crate) seq: weir_core::Seq,
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.run_id, self.seq)
+    }
+}
+
+/// Where a request's notifications go.
+pub(crate) type Outbound = mpsc::Sender<Outgoing>;
+
+/// What a client set up with `initialize` (session era), or a stand-in for
+/// one request (stateless era). Holds the calls that `notifications/cancelled`
+/// can reach and the parameters a resumed stream needs.
+pub(crate) struct Session {
+    pub(crate) id: String,
+    state: Mutex<SessionState>,
+    /// When the client last used this session (Unix ms), for idle expiry.
+    last_seen: AtomicU64,
+}
+
+#[derive(Default)]
+struct SessionState {
+    capabilities: Value,
+    log_level: Option<LogLevel>,
+    /// Request id (as JSON text) → the run it started.
+    calls: HashMap<String, RunId>,
+    /// Calls the client cancelled: they are owed no response.
+    cancelled: HashSet<String>,
+    /// Run → how its call is projected, for `Last-Event-ID` resumes.
+    streams: HashMap<RunId, (Value, Scope)>,
+    /// Requests weir sent the client, by id, waiting for its response.
+    pending: HashMap<String, oneshot::Sender<Result<Value, Value>>>,
+    next_request: u64,
+}
+
+impl Session {
+    pub(crate) fn new() -> Arc<Session> {
+        Arc::new(Session {
+            id: uuid::Uuid::now_v7().simple().to_string(),
+            state: Mutex::default(),
+            last_seen: AtomicU64::new(now_ms()),
+        })
+    }
+
+    /// Marks the session used now.
+    pub(crate) fn touch(&self) {
+        self.last_seen.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// Milliseconds since the client last used the session.
+    pub(crate) fn idle_ms(&self) -> u64 {
+        now_ms().saturating_sub(self.last_seen.load(Ordering::Relaxed))
+    }
+
+    fn state(&self) -> MutexGuard<'_, SessionState> {
+        self.state.lock().expect("session lock")
+    }
+
+    pub(crate) fn scope(&self, era: Era, params: &Value) -> Scope {
+        let state = self.state();
+        Scope::resolve(era, params, &state.capabilities, state.log_level)
+    }
+
+    /// Records the capabilities the client declared in `initialize`.
+    pub(crate) fn set_capabilities(&self, capabilities: Value) {
+        self.state().capabilities = capabilities;
+    }
+
+    /// Records the level `logging/setLevel` asked for.
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        self.state().log_level = Some(level);
+    }
+
+    pub(crate) fn track_call(&self, request_id: &Value, run_id: &RunId, scope: &Scope) {
+        let mut state = self.state();
+        state.calls.insert(request_id.to_string(), run_id.clone());
+        state
+            .streams
+            .insert(run_id.clone(), (request_id.clone(), scope.clone()));
+    }
+
+    /// Marks the call of `request_id` cancelled by the client (it is owed no
+    /// response then) and returns its run; `None` if no call of that id is
+    /// going.
+    pub(crate) fn cancel_call(&self, request_id: &Value) -> Option<RunId> {
+        let mut state = self.state();
+        let key = request_id.to_string();
+        let run = state.calls.get(&key).cloned();
+        if run.is_some() {
+            state.cancelled.insert(key);
+        }
+        run
+    }
+
+    /// Forgets a finished call; returns whether the client had cancelled it.
+    pub(crate) fn finish_call(&self, request_id: &Value) -> bool {
+        let key = request_id.to_string();
+        let mut state = self.state();
+        state.calls.remove(&key);
+        state.cancelled.remove(&key)
+    }
+
+    /// Registers a request to the client; returns its id and the answer.
+    pub(crate) fn expect_response(&self) -> (String, oneshot::Receiver<Result<Value, Value>>) {
+        let mut state = self.state();
+        state.next_request += 1;
+        let id = format!("weir-{}", state.next_request);
+        let (sender, answer) = oneshot::channel();
+        state.pending.insert(id.clone(), sender);
+        (id, answer)
+    }
+
+    /// Delivers the client's response to a request weir sent.
+    pub(crate) fn resolve(&self, id: &Value, outcome: Result<Value, Value>) {
+        let Some(id) = id.as_str() else { return };
+        if let Some(waiting) = self.state().pending.remove(id) {
+            let _ = waiting.send(outcome);
+        }
+    }
+
+    /// How to resume the stream of `run_id`: its request id and scope.
+    pub(crate) fn stream(&self, run_id: &RunId) -> Option<(Value, Scope)> {
+        self.state().streams.get(run_id).cloned()
+    }
+}

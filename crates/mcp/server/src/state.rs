@@ -1,0 +1,59 @@
+//! What every handler reads: the scheduler, the catalog and the settings.
+//!
+//! Handlers are free functions over a `&ServerState`; none of them knows the
+//! [`McpServer`](crate::McpServer) that dispatches to it.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use weir_runtime::Scheduler;
+
+use crate::catalog::Catalog;
+
+/// Settings of an [`McpServer`](crate::McpServer).
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// `serverInfo.name`.
+    pub name: String,
+    /// `serverInfo.version`.
+    pub version: String,
+    /// Most bytes of content a final `CallToolResult` carries before it is
+    /// truncated with a link to the run (well under the 1 MiB SSE event limit
+    /// of some clients).
+    pub result_limit: usize,
+    /// Most bytes in one incoming message.
+    pub max_message_bytes: usize,
+    /// Where the data lives, for `get_status`.
+    pub store: String,
+    /// `instructions` for clients.
+    pub instructions: Option<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            name: "weir".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            result_limit: 512 * 1024,
+            max_message_bytes: 4 * 1024 * 1024,
+            store: "memory".into(),
+            instructions: None,
+        }
+    }
+}
+
+/// The server's shared state, one per [`McpServer`](crate::McpServer). It
+/// holds no run state: everything about a run is read from the log.
+pub(crate) struct ServerState {
+    pub(crate) scheduler: Scheduler,
+    pub(crate) catalog: Arc<dyn Catalog>,
+    pub(crate) config: ServerConfig,
+}
+
+impl ServerState {
+    /// `serverInfo`: in `initialize`'s result, and in every 2026-07-28
+    /// result's `_meta`.
+    pub(crate) fn server_info(&self) -> Value {
+        json!({ "name": self.config.name, "version": self.config.version })
+    }
+}
