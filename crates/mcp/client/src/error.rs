@@ -145,6 +145,20 @@ fn seconds(duration: Duration) -> String {
 }
 
 impl ClientError {
+    /// A JSON-RPC error object, the server's answer to `method`.
+    pub(crate) fn rpc(method: &str, error: &Value) -> ClientError {
+        ClientError::Rpc {
+            method: method.to_owned(),
+            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("no message")
+                .to_owned(),
+            data: error.get("data").cloned(),
+        }
+    }
+
     /// Whether trying again later may succeed: the network failed or the
     /// server had a passing failure (5xx).
     pub(crate) fn is_transient(&self) -> bool {

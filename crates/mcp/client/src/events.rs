@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 use weir_core::{Content, LogLevel};
 
-use super::ClientError;
+use crate::error::ClientError;
 
 /// One thing that happened during a call. A call's stream yields any number
 /// of `Progress`, `Partial`, `Log` and `Task` events, then exactly one
@@ -146,7 +146,7 @@ pub struct ToolDescription {
 /// A content block from MCP JSON. Block types this client does not know
 /// become text holding their JSON, so nothing the server said is lost.
 pub(crate) fn content_from_wire(block: &Value) -> Content {
-    let text = |key: &str| block.get(key).and_then(Value::as_str).map(str::to_owned);
+    let text = |key: &str| string(block, key);
     let kind = block
         .get("type")
         .and_then(Value::as_str)
@@ -161,7 +161,7 @@ pub(crate) fn content_from_wire(block: &Value) -> Content {
             _ => None,
         },
         "resource" => block.get("resource").and_then(|resource| {
-            let field = |key: &str| resource.get(key).and_then(Value::as_str).map(str::to_owned);
+            let field = |key: &str| string(resource, key);
             Some(Content::Resource {
                 uri: field("uri")?,
                 mime_type: field("mimeType"),
@@ -217,10 +217,7 @@ pub(crate) fn progress_from_wire(params: &Value) -> Option<CallEvent> {
     Some(CallEvent::Progress {
         progress: params.get("progress")?.as_f64()?,
         total: params.get("total").and_then(Value::as_f64),
-        message: params
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        message: string(params, "message"),
     })
 }
 
@@ -232,10 +229,7 @@ pub(crate) fn log_from_wire(params: &Value) -> CallEvent {
             .cloned()
             .and_then(|level| serde_json::from_value(level).ok())
             .unwrap_or(LogLevel::Info),
-        logger: params
-            .get("logger")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        logger: string(params, "logger"),
         data: params.get("data").cloned().unwrap_or(Value::Null),
     }
 }
@@ -252,9 +246,18 @@ pub(crate) fn task_status_from_wire(status: &str) -> Option<TaskStatus> {
     })
 }
 
+/// A Task object (or a task status notification's params) as an event.
+pub(crate) fn task_from_wire(task: &Value) -> Option<CallEvent> {
+    Some(CallEvent::Task {
+        task_id: task.get("taskId")?.as_str()?.to_owned(),
+        status: task_status_from_wire(task.get("status")?.as_str()?)?,
+        message: string(task, "statusMessage"),
+    })
+}
+
 /// A tool from `tools/list`.
 pub(crate) fn tool_from_wire(tool: &Value) -> Option<ToolDescription> {
-    let text = |key: &str| tool.get(key).and_then(Value::as_str).map(str::to_owned);
+    let text = |key: &str| string(tool, key);
     let task_support = match tool
         .pointer("/execution/taskSupport")
         .and_then(Value::as_str)
@@ -278,6 +281,11 @@ pub(crate) fn tool_from_wire(tool: &Value) -> Option<ToolDescription> {
             .and_then(Value::as_bool)
             == Some(true),
     })
+}
+
+/// The string at `key` of a JSON object, if it is one.
+fn string(object: &Value, key: &str) -> Option<String> {
+    object.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
 /// A value shortened for an error message.

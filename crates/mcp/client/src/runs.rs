@@ -12,12 +12,17 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 use weir_core::{RunEvent, Seq};
 
-use super::ClientError;
-use super::connection::{base_url, http_client, root_cause};
-use super::sse::SseParser;
+use crate::connection::{base_url, check_status, http_client, root_cause};
+use crate::error::ClientError;
+use crate::retry::backoff;
+use crate::sse::SseParser;
 
 /// Consecutive failed reconnections before giving up.
 const RECONNECTS: u32 = 10;
+/// The wait before the first reconnection, doubling up to…
+const FIRST_RECONNECT: Duration = Duration::from_millis(100);
+/// …this (100 ms doubled five times).
+const LONGEST_RECONNECT: Duration = Duration::from_millis(3200);
 
 /// A run's events, from a seq to its terminal event; see [`follow_run`].
 pub struct RunEvents {
@@ -84,7 +89,7 @@ async fn read(
                     ),
                 });
             }
-            tokio::time::sleep(Duration::from_millis(100u64 << (failures - 1).min(5))).await;
+            tokio::time::sleep(backoff(failures, FIRST_RECONNECT, LONGEST_RECONNECT)).await;
         }
         let mut request = http
             .get(format!("{endpoint}?from={next}"))
@@ -96,7 +101,7 @@ async fn read(
             request = request.header(AUTHORIZATION, format!("Bearer {token}"));
         }
         let response = match request.send().await {
-            Ok(response) => response,
+            Ok(response) => check_status(endpoint, response).await?,
             Err(error) => {
                 last_problem = root_cause(&error);
                 if next == from && failures == 0 {
@@ -109,23 +114,6 @@ async fn read(
                 continue;
             }
         };
-        let status = response.status();
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            let message = serde_json::from_str::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|json| {
-                    json.pointer("/error/message")
-                        .and_then(|m| m.as_str())
-                        .map(str::to_owned)
-                })
-                .unwrap_or(body);
-            return Err(ClientError::Http {
-                url: endpoint.to_owned(),
-                status: status.as_u16(),
-                message,
-            });
-        }
         let mut body = response.bytes_stream();
         let mut parser = SseParser::default();
         loop {

@@ -1,4 +1,4 @@
-//! `execute_code` end to end (run with `cargo bench -p weir-tools --bench exec`):
+//! `execute_code` end to end (run with `cargo bench -p weir-pack-exec --bench exec`):
 //!
 //! 1. a Python program printing 1,000,000 short lines: the time until a
 //!    reader has every line, against the same program writing to /dev/null

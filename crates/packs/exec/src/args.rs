@@ -74,6 +74,13 @@ pub(crate) struct ValidateArgs {
     pub(crate) code: String,
 }
 
+/// `list_languages`'s arguments: none. Parsed all the same, so that the
+/// parser refuses what the schema refuses (a field the tool would ignore).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListArgs {}
+
+/// An invalid-arguments error saying `message`, pointing at what runs here.
 pub(crate) fn invalid(message: impl Into<String>) -> RunError {
     RunError::new(FailureCode::InvalidArguments, message)
         .with_remediation("fix the argument and call again; list_languages tells what runs here")
@@ -222,11 +229,16 @@ pub(crate) fn execute_schema(
             "args": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_ARGS, "description": "Command-line arguments for the program."},
             "timeout_s": {
                 "type": "number",
-                "minimum": 0,
+                "exclusiveMinimum": 0,
                 "maximum": max_timeout.as_secs_f64(),
                 "description": format!("Wall-clock limit in seconds (default {}): then SIGTERM, then SIGKILL to every process of the run.", default_timeout.as_secs_f64())
             },
-            "env": {"type": "object", "description": "Environment variables for the program (string values), added to a minimal environment."},
+            "env": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "maxProperties": MAX_ENV,
+                "description": "Environment variables for the program (string values), added to a minimal environment."
+            },
             "files": {
                 "type": "array",
                 "maxItems": MAX_FILES,
@@ -289,6 +301,11 @@ pub(crate) fn validate_schema(languages: &[String]) -> Value {
         "required": ["language", "code"],
         "additionalProperties": false
     })
+}
+
+/// `list_languages`'s input schema: no arguments.
+pub(crate) fn list_schema() -> Value {
+    json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
 #[cfg(test)]

@@ -98,6 +98,8 @@ mod language;
 mod output;
 mod run;
 mod sandbox;
+#[cfg(test)]
+mod schema_agreement;
 mod tools;
 
 use std::ffi::OsString;

@@ -12,9 +12,9 @@ use weir_runtime::{EmitError, RunContext};
 
 use super::Shared;
 use super::args::Execute;
-use super::jail::{Chunk, Launch, Running};
+use super::jail::{Launch, Running};
 use super::output::{Budget, Encoding, LineCutter, Stream, decode};
-use weir_proc::signal_name;
+use weir_proc::{Chunk, signal_name};
 
 /// How long output may still arrive after the program ends, before what it
 /// left running (and holding its output open) is killed.
@@ -156,7 +156,7 @@ async fn supervise(
     pack: &Shared,
     pump: &mut Pump<'_>,
     mut running: Running,
-    mut chunks: mpsc::Receiver<Chunk>,
+    mut chunks: mpsc::Receiver<Chunk<Stream>>,
     deadline: Instant,
 ) -> Result<Ended, RunError> {
     let config = &pack.config;

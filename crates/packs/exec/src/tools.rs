@@ -10,8 +10,9 @@ use weir_core::{Completed, Content, FailureCode, RunError};
 use weir_runtime::{RunContext, Tool, ToolInfo};
 
 use super::Shared;
-use super::args::{self, ExecuteArgs, ValidateArgs};
+use super::args::{self, Execute, ExecuteArgs, ListArgs, ValidateArgs};
 use super::jail::{Collected, Launch, describe_status};
+use super::language::Language;
 use super::sandbox::Isolation;
 
 /// Most bytes of diagnostics `validate_code` returns.
@@ -67,11 +68,19 @@ impl Tool for ExecuteCode {
     }
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
+        let call = self.arguments(arguments)?;
+        super::run::execute(&self.0, &ctx, call).await
+    }
+}
+
+impl ExecuteCode {
+    /// The call's arguments, checked: all that is decided before anything
+    /// runs.
+    pub(crate) fn arguments(&self, arguments: Value) -> Result<Execute, RunError> {
         let pack = &self.0;
         let call: ExecuteArgs = args::parse(arguments)?;
         let file = pack.language(&call.language)?.spec.file;
-        let call = call.check(file, pack.config.default_timeout, pack.config.max_timeout)?;
-        super::run::execute(pack, &ctx, call).await
+        call.check(file, pack.config.default_timeout, pack.config.max_timeout)
     }
 }
 
@@ -105,14 +114,7 @@ impl Tool for ValidateCode {
 
     async fn run(&self, _ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
         let pack = &self.0;
-        let call: ValidateArgs = args::parse(arguments)?;
-        if call.code.len() > args::MAX_CODE_BYTES {
-            return Err(args::invalid(format!(
-                "code is larger than {} bytes",
-                args::MAX_CODE_BYTES
-            )));
-        }
-        let language = pack.language(&call.language)?;
+        let (language, code) = self.arguments(arguments)?;
         let interpreter = language.found.as_ref().map_err(|reason| {
             RunError::new(
                 FailureCode::ToolError,
@@ -125,7 +127,7 @@ impl Tool for ValidateCode {
             env: Vec::new(),
             stdin: None,
         };
-        let files = [(language.spec.file.into(), call.code.into_bytes())];
+        let files = [(language.spec.file.into(), code.into_bytes())];
         let Collected {
             status,
             output,
@@ -168,13 +170,28 @@ impl Tool for ValidateCode {
     }
 }
 
+impl ValidateCode {
+    /// The call's arguments, checked: the language asked for (found here
+    /// or not) and the code.
+    pub(crate) fn arguments(&self, arguments: Value) -> Result<(&Language, String), RunError> {
+        let call: ValidateArgs = args::parse(arguments)?;
+        if call.code.len() > args::MAX_CODE_BYTES {
+            return Err(args::invalid(format!(
+                "code is larger than {} bytes",
+                args::MAX_CODE_BYTES
+            )));
+        }
+        Ok((self.0.language(&call.language)?, call.code))
+    }
+}
+
 #[async_trait]
 impl Tool for ListLanguages {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "list_languages",
             "Lists the languages execute_code can run here (interpreters found at start, with versions), the sandbox in use (or why there is none) and the limits.",
-            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            args::list_schema(),
         );
         info.output_schema = Some(json!({
             "type": "object",
@@ -189,7 +206,8 @@ impl Tool for ListLanguages {
         info
     }
 
-    async fn run(&self, _ctx: RunContext, _arguments: Value) -> Result<Completed, RunError> {
+    async fn run(&self, _ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
+        let ListArgs {} = args::parse(arguments)?;
         let pack = &self.0;
         let mut text = String::new();
         for language in &pack.languages {

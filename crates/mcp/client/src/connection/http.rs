@@ -15,15 +15,22 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Exchange, Guard, Inbound, Negotiated, answer_server_request};
-use crate::ClientError;
-use crate::sse::SseParser;
 use weir_mcp_wire::jsonrpc::Incoming;
+use weir_mcp_wire::revision::meta_key;
+
+use super::exchange::{Exchange, Inbound, answer_server_request};
+use crate::error::ClientError;
+use crate::retry::backoff;
+use crate::sse::SseParser;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// Consecutive failed attempts to resume a dropped stream before giving up.
 const RESUME_ATTEMPTS: u32 = 10;
+/// The wait before the first attempt to resume, doubling up to…
+const FIRST_RESUME: Duration = Duration::from_millis(50);
+/// …this.
+const LONGEST_RESUME: Duration = Duration::from_secs(2);
 
 /// An HTTP client for MCP and weir's SSE endpoints: connect timeout, no
 /// overall timeout (streams last as long as their calls).
@@ -56,7 +63,7 @@ pub(crate) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// Aborts a task when dropped (which drops the response body it reads, and
 /// so closes its connection).
-pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -102,12 +109,14 @@ impl HttpConnection {
         })
     }
 
-    pub(crate) fn settle(&self, negotiated: &Negotiated) {
-        let mut state = self.inner.state();
-        match negotiated {
-            Negotiated::Session(version) => state.version = Some(version.clone()),
-            Negotiated::Stateless => state.stateless = true,
-        }
+    /// A 2025-11-25 session: every request names `version` in a header.
+    pub(crate) fn settle_session(&self, version: &str) {
+        self.inner.state().version = Some(version.to_owned());
+    }
+
+    /// 2026-07-28: requests carry their revision; streams are not resumed.
+    pub(crate) fn settle_stateless(&self) {
+        self.inner.state().stateless = true;
     }
 
     pub(crate) async fn request(&self, message: Value) -> Result<Exchange, ClientError> {
@@ -131,10 +140,7 @@ impl HttpConnection {
                 sender,
                 resumable,
             ));
-            return Ok(Exchange {
-                messages,
-                _guard: Guard::Http(AbortOnDrop(reader)),
-            });
+            return Ok(Exchange::new(messages, AbortOnDrop(reader)));
         }
         if !content_type.starts_with("application/json") {
             return Err(ClientError::Protocol(format!(
@@ -201,8 +207,9 @@ impl Inner {
             request = request.header(AUTHORIZATION, format!("Bearer {token}"));
         }
         let named = message.and_then(|m| {
-            m.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-                .and_then(Value::as_str)
+            m.pointer("/params/_meta")?
+                .get(meta_key::PROTOCOL_VERSION)?
+                .as_str()
         });
         if let (Some(version), Some(message)) = (named, message) {
             request = request.header(VERSION_HEADER, version);
@@ -228,7 +235,7 @@ impl Inner {
         request
     }
 
-    /// POSTs one message; an HTTP error status becomes an error.
+    /// POSTs one message.
     async fn post(&self, message: &Value) -> Result<reqwest::Response, ClientError> {
         let request = self
             .http
@@ -236,12 +243,7 @@ impl Inner {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(message.to_string());
-        let response = self
-            .decorate(request, Some(message))
-            .send()
-            .await
-            .map_err(|error| self.unreachable(&error))?;
-        self.check(response).await
+        self.send(request, Some(message)).await
     }
 
     /// GETs the rest of a dropped stream.
@@ -251,37 +253,22 @@ impl Inner {
             .get(&self.url)
             .header(ACCEPT, "text/event-stream")
             .header("last-event-id", last_event_id);
+        self.send(request, None).await
+    }
+
+    /// Sends `request`, decorated for `message`; no connection or an HTTP
+    /// error status is an error.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        message: Option<&Value>,
+    ) -> Result<reqwest::Response, ClientError> {
         let response = self
-            .decorate(request, None)
+            .decorate(request, message)
             .send()
             .await
             .map_err(|error| self.unreachable(&error))?;
-        self.check(response).await
-    }
-
-    async fn check(&self, response: reqwest::Response) -> Result<reqwest::Response, ClientError> {
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let body = response.text().await.unwrap_or_default();
-        let explained = serde_json::from_str::<Value>(&body).ok().and_then(|json| {
-            json.pointer("/error/message")
-                .or_else(|| json.get("message"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
-        let message = explained
-            .or_else(|| {
-                let text = body.trim();
-                (!text.is_empty()).then(|| text.chars().take(300).collect())
-            })
-            .unwrap_or_else(|| status.canonical_reason().unwrap_or("no reason").to_owned());
-        Err(ClientError::Http {
-            url: self.url.clone(),
-            status: status.as_u16(),
-            message,
-        })
+        check_status(&self.url, response).await
     }
 
     fn unreachable(&self, error: &reqwest::Error) -> ClientError {
@@ -290,6 +277,36 @@ impl Inner {
             reason: root_cause(error),
         }
     }
+}
+
+/// `response` if its status is a success, else the server's explanation as
+/// an error: its JSON-RPC error message, its body, or the status's name.
+pub(crate) async fn check_status(
+    url: &str,
+    response: reqwest::Response,
+) -> Result<reqwest::Response, ClientError> {
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let body = response.text().await.unwrap_or_default();
+    let explained = serde_json::from_str::<Value>(&body).ok().and_then(|json| {
+        json.pointer("/error/message")
+            .or_else(|| json.get("message"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let message = explained
+        .or_else(|| {
+            let text = body.trim();
+            (!text.is_empty()).then(|| text.chars().take(300).collect())
+        })
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("no reason").to_owned());
+    Err(ClientError::Http {
+        url: url.to_owned(),
+        status: status.as_u16(),
+        message,
+    })
 }
 
 /// A header value: as is when it is visible ASCII, else the 2026-07-28
@@ -321,11 +338,6 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// Wait before resume attempt `n` (from 1): 50 ms, doubling, at most 2 s.
-fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(50u64 << attempt.saturating_sub(1).min(6)).min(Duration::from_secs(2))
-}
-
 /// Reads a request's SSE stream into its exchange, up to the response;
 /// resumes it when it drops (session era).
 async fn read_stream(
@@ -340,7 +352,7 @@ async fn read_stream(
     let mut last_id: Option<String> = None;
     let mut retry: Option<Duration> = None;
     let mut failures = 0u32;
-    loop {
+    'read: loop {
         let reason = match body.next().await {
             Some(Ok(chunk)) => {
                 for event in parser.feed(&chunk) {
@@ -376,64 +388,56 @@ async fn read_stream(
             Some(Err(error)) => root_cause(&error),
             None => "the server ended the stream before the response".to_owned(),
         };
-        let lost = |reason: String| Err(ClientError::StreamLost { reason });
-        if !resumable {
-            let _ = exchange
-                .send(lost(format!(
+        // Every way of giving up ends here, with why.
+        let lost = 'lost: {
+            if !resumable {
+                break 'lost format!(
                     "{reason}; in MCP 2026-07-28 a server cancels a call whose stream closes and \
                      there is no resume: call again, as a task to survive disconnects"
-                )))
-                .await;
-            return;
-        }
-        let Some(resume_from) = last_id.clone() else {
-            let _ = exchange
-                .send(lost(format!(
-                    "{reason}, and the server had sent no event id to resume from"
-                )))
-                .await;
-            return;
-        };
-        parser.reset();
-        loop {
-            failures += 1;
-            if failures > RESUME_ATTEMPTS {
-                let _ = exchange
-                    .send(lost(format!(
-                        "{reason}; {RESUME_ATTEMPTS} attempts to resume it with Last-Event-ID failed"
-                    )))
-                    .await;
-                return;
+                );
             }
-            tokio::time::sleep(retry.unwrap_or_default().max(backoff(failures))).await;
-            match inner.resume(&resume_from).await {
-                Ok(response) if content_type(&response).starts_with("text/event-stream") => {
-                    body = response.bytes_stream().boxed();
-                    break;
+            let Some(resume_from) = last_id.clone() else {
+                break 'lost format!(
+                    "{reason}, and the server had sent no event id to resume from"
+                );
+            };
+            parser.reset();
+            loop {
+                failures += 1;
+                if failures > RESUME_ATTEMPTS {
+                    break 'lost format!(
+                        "{reason}; {RESUME_ATTEMPTS} attempts to resume it with Last-Event-ID failed"
+                    );
                 }
-                Ok(response) => {
-                    let _ = exchange
-                        .send(lost(format!(
+                let wait = backoff(failures, FIRST_RESUME, LONGEST_RESUME);
+                tokio::time::sleep(retry.unwrap_or_default().max(wait)).await;
+                match inner.resume(&resume_from).await {
+                    Ok(response) if content_type(&response).starts_with("text/event-stream") => {
+                        body = response.bytes_stream().boxed();
+                        continue 'read;
+                    }
+                    Ok(response) => {
+                        break 'lost format!(
                             "{reason}; resuming it answered {:?} instead of an SSE stream",
                             content_type(&response)
-                        )))
-                        .await;
-                    return;
-                }
-                // Refused outright (unknown stream, no session): no point retrying.
-                Err(ClientError::Http {
-                    status, message, ..
-                }) if status < 500 => {
-                    let _ = exchange
-                        .send(lost(format!(
+                        );
+                    }
+                    // Refused outright (unknown stream, no session): no point retrying.
+                    Err(ClientError::Http {
+                        status, message, ..
+                    }) if status < 500 => {
+                        break 'lost format!(
                             "{reason}; resuming it was refused (HTTP {status}: {message})"
-                        )))
-                        .await;
-                    return;
+                        );
+                    }
+                    Err(_) => continue,
                 }
-                Err(_) => continue,
             }
-        }
+        };
+        let _ = exchange
+            .send(Err(ClientError::StreamLost { reason: lost }))
+            .await;
+        return;
     }
 }
 
@@ -452,7 +456,9 @@ mod tests {
 
     #[test]
     fn backoff_grows_to_two_seconds() {
-        let waits: Vec<u64> = (1..=8).map(|n| backoff(n).as_millis() as u64).collect();
+        let waits: Vec<u64> = (1..=8)
+            .map(|n| backoff(n, FIRST_RESUME, LONGEST_RESUME).as_millis() as u64)
+            .collect();
         assert_eq!(waits, [50, 100, 200, 400, 800, 1600, 2000, 2000]);
     }
 

@@ -4,21 +4,21 @@
 //! sends the client (`ping`, `roots/list`, …) are answered here, so callers
 //! never see them.
 
+mod exchange;
 mod http;
 mod stdio;
 
-use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use serde_json::Value;
 
-use super::ClientError;
-use super::options::Target;
-use weir_mcp_wire::jsonrpc::{Incoming, RpcError, code, error_response, response};
+use crate::error::ClientError;
+use crate::options::Target;
 
-pub(crate) use http::{HttpConnection, base_url, http_client, root_cause};
-pub(crate) use stdio::StdioConnection;
+pub(crate) use exchange::{Exchange, Inbound};
+pub(crate) use http::{base_url, check_status, http_client, root_cause};
 
-/// A message about a request, or why no more will come.
-pub(crate) type Inbound = Result<Incoming, ClientError>;
+use exchange::Tokens;
+use http::HttpConnection;
+use stdio::StdioConnection;
 
 /// A connection to one server.
 pub(crate) enum Connection {
@@ -34,43 +34,6 @@ pub(crate) enum Negotiated {
     /// 2026-07-28: everything in each request.
     Stateless,
 }
-
-/// The messages about one request: notifications routed to it, then its
-/// response. Dropping it stops the routing (and, over HTTP, closes the
-/// request's stream).
-pub(crate) struct Exchange {
-    messages: mpsc::Receiver<Inbound>,
-    _guard: Guard,
-}
-
-/// What an exchange holds only for its `Drop`.
-#[allow(dead_code)] // never read: dropping it is the point
-enum Guard {
-    Stdio(stdio::Registration),
-    Http(http::AbortOnDrop),
-    None,
-}
-
-impl Exchange {
-    /// The next message; `None` once the transport has nothing more.
-    pub(crate) async fn next(&mut self) -> Option<Inbound> {
-        self.messages.recv().await
-    }
-
-    /// An exchange that already holds its one answer (a JSON response).
-    fn answered(message: Inbound) -> Exchange {
-        let (sender, messages) = mpsc::channel(1);
-        let _ = sender.try_send(message);
-        Exchange {
-            messages,
-            _guard: Guard::None,
-        }
-    }
-}
-
-/// The tokens a request's notifications carry (`progressToken`,
-/// `partialResultToken`): how a stdio connection routes them.
-pub(crate) type Tokens = Vec<String>;
 
 impl Connection {
     /// Spawns or reaches the server.
@@ -106,8 +69,10 @@ impl Connection {
 
     /// Records the outcome of negotiation (HTTP sends it as headers).
     pub(crate) fn settle(&self, negotiated: &Negotiated) {
-        if let Connection::Http(http) = self {
-            http.settle(negotiated);
+        match (self, negotiated) {
+            (Connection::Http(http), Negotiated::Session(version)) => http.settle_session(version),
+            (Connection::Http(http), Negotiated::Stateless) => http.settle_stateless(),
+            (Connection::Stdio(_), _) => {}
         }
     }
 
@@ -123,22 +88,5 @@ impl Connection {
             Connection::Stdio(stdio) => stdio.close().await,
             Connection::Http(http) => http.close().await,
         }
-    }
-}
-
-/// The answer to a request the server sent: this client only answers
-/// `ping` (and lists no roots); anything else is refused, so the server
-/// can carry on without it.
-pub(crate) fn answer_server_request(id: &Value, method: &str) -> Value {
-    match method {
-        "ping" => response(id, json!({})),
-        "roots/list" => response(id, json!({ "roots": [] })),
-        other => error_response(
-            id,
-            &RpcError::new(
-                code::METHOD_NOT_FOUND,
-                format!("weir's MCP client does not handle {other}"),
-            ),
-        ),
     }
 }

@@ -18,10 +18,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 
-use super::{Exchange, Guard, Inbound, Tokens, answer_server_request};
-use crate::ClientError;
-use crate::options::StdioCommand;
 use weir_mcp_wire::jsonrpc::Incoming;
+
+use super::exchange::{Exchange, Inbound, Tokens, answer_server_request};
+use crate::error::ClientError;
+use crate::options::StdioCommand;
 
 /// How many of the server's last stderr lines are kept.
 const STDERR_LINES: usize = 8;
@@ -64,7 +65,7 @@ struct Route {
 }
 
 /// Keeps a request's route while its exchange lives.
-pub(crate) struct Registration {
+struct Registration {
     key: u64,
     shared: Arc<Shared>,
 }
@@ -203,10 +204,7 @@ impl StdioConnection {
             return Err(gone);
         }
         self.send(message).await?;
-        Ok(Exchange {
-            messages,
-            _guard: Guard::Stdio(registration),
-        })
+        Ok(Exchange::new(messages, registration))
     }
 
     /// Writes one message.

@@ -8,12 +8,15 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-
-use super::call::{Call, Relay, Stop, StopSignal, Tokens, result_event};
-use super::connection::{Exchange, Inbound};
-use super::events::{CallEvent, TaskStatus, task_status_from_wire};
-use super::{ClientError, Inner, rpc_error};
 use weir_mcp_wire::jsonrpc::Incoming;
+
+use super::relay::{Relay, result_event};
+use super::request::{Answered, Call, Shape};
+use super::stop::{StopSignal, cancel_task};
+use crate::connection::{Exchange, Inbound};
+use crate::error::ClientError;
+use crate::events::{CallEvent, TaskStatus, clip, task_from_wire, task_status_from_wire};
+use crate::retry::backoff;
 
 /// Consecutive failed polls (connection errors) before giving up.
 const POLL_ATTEMPTS: u32 = 10;
@@ -21,61 +24,26 @@ const POLL_ATTEMPTS: u32 = 10;
 const FIRST_POLL: Duration = Duration::from_millis(250);
 /// …and the longest.
 const LONGEST_POLL: Duration = Duration::from_secs(5);
+/// The wait after the first failed poll, doubling up to [`LONGEST_POLL`].
+const FIRST_RETRY: Duration = Duration::from_millis(100);
 
 /// Calls the tool as a task and follows the task to its end.
 pub(super) async fn run(call: &Call, signal: &mut StopSignal) -> CallEvent {
-    let inner = &call.inner;
-    let id = inner.next_id();
-    let mut params = json!({ "name": call.tool, "arguments": call.arguments });
-    let tokens = Tokens::new(id);
-    // 2026-07-28: the capability asks for a task; tokens would make weir
-    // answer inline. 2025-11-25: `task` asks; progress stays on the token.
-    let routes = if inner.is_stateless() {
-        Vec::new()
-    } else {
-        params["task"] = json!({});
-        params["_meta"] = json!({ "progressToken": tokens.progress });
-        tokens.routes()
+    let Answered {
+        outcome,
+        exchange,
+        relay,
+    } = match call.request(signal, Shape::Task).await {
+        Ok(answered) => answered,
+        Err(event) => return event,
     };
-    let message = inner.request(id, "tools/call", params, Inner::capabilities(true));
-    let sent = tokio::select! {
-        biased;
-        stop = signal.stopped() => return call.cancel_request(id, stop, None).await,
-        sent = inner.connection.request(message, routes) => sent,
-    };
-    let mut exchange = match sent {
-        Ok(exchange) => exchange,
-        Err(error) => return CallEvent::Error(error),
-    };
-    let mut relay = Relay::new(tokens);
-    let answer = loop {
-        let item = tokio::select! {
-            biased;
-            stop = signal.stopped() => return call.cancel_request(id, stop, Some(exchange)).await,
-            item = exchange.next() => item,
-        };
-        match item {
-            Some(Ok(Incoming::Response { outcome, .. })) => match outcome {
-                Ok(answer) => break answer,
-                Err(error) => return CallEvent::Error(rpc_error("tools/call", &error)),
-            },
-            Some(Ok(Incoming::Notification { method, params })) => {
-                if let Some(event) = relay.event(&method, &params) {
-                    call.emit(event).await;
-                }
-            }
-            Some(Ok(Incoming::Request { .. })) => {}
-            Some(Err(error)) => return CallEvent::Error(error),
-            None => {
-                return CallEvent::Error(ClientError::StreamLost {
-                    reason: "the server closed the stream before it created the task".into(),
-                });
-            }
-        }
+    let answer = match outcome {
+        Ok(answer) => answer,
+        Err(error) => return CallEvent::Error(ClientError::rpc("tools/call", &error)),
     };
     // The server may have answered at once, without a task.
     let created = match answer.get("task") {
-        Some(task) if !inner.is_stateless() => task.clone(),
+        Some(task) if !call.server.is_stateless() => task.clone(),
         _ if answer.get("resultType").and_then(Value::as_str) == Some("task") => answer,
         _ => return result_event(&answer),
     };
@@ -90,7 +58,7 @@ pub(super) async fn follow(
     created: Value,
     mut progress: Option<(Exchange, Relay)>,
 ) -> CallEvent {
-    let inner = &call.inner;
+    let server = &call.server;
     let Some(task_id) = created
         .get("taskId")
         .and_then(Value::as_str)
@@ -98,7 +66,7 @@ pub(super) async fn follow(
     else {
         return CallEvent::Error(ClientError::Protocol(format!(
             "the server created a task without a taskId: {}",
-            super::events::clip(&created)
+            clip(&created)
         )));
     };
     let interval = poll_interval(&created);
@@ -107,14 +75,14 @@ pub(super) async fn follow(
     let mut shown = Shown::default();
     let mut failures = 0;
     loop {
-        let Some(event) = status_event(&task) else {
+        let Some(event) = task_from_wire(&task) else {
             return CallEvent::Error(ClientError::Protocol(format!(
                 "task {task_id} has no known status: {}",
-                super::events::clip(&task)
+                clip(&task)
             )));
         };
         let CallEvent::Task { status, .. } = event else {
-            unreachable!("status_event makes task events")
+            unreachable!("task_from_wire makes task events")
         };
         if shown.fresh(&event) {
             call.emit(event).await;
@@ -128,7 +96,7 @@ pub(super) async fn follow(
         loop {
             tokio::select! {
                 biased;
-                stop = signal.stopped() => return cancel_task(inner, &task_id, stop).await,
+                stop = signal.stopped() => return cancel_task(server, &task_id, stop).await,
                 () = &mut wait => break,
                 item = next_message(&mut progress) => match item {
                     Some(Ok(Incoming::Notification { method, params })) => {
@@ -151,8 +119,8 @@ pub(super) async fn follow(
         }
         let polled = tokio::select! {
             biased;
-            stop = signal.stopped() => return cancel_task(inner, &task_id, stop).await,
-            polled = inner.roundtrip("tasks/get", json!({ "taskId": task_id })) => polled,
+            stop = signal.stopped() => return cancel_task(server, &task_id, stop).await,
+            polled = server.roundtrip("tasks/get", json!({ "taskId": task_id })) => polled,
         };
         match polled {
             Ok(answer) => {
@@ -162,7 +130,7 @@ pub(super) async fn follow(
             }
             Err(error) if error.is_transient() && failures < POLL_ATTEMPTS => {
                 failures += 1;
-                delay = backoff(failures);
+                delay = backoff(failures, FIRST_RETRY, LONGEST_POLL);
             }
             Err(error) if error.is_transient() => return lost(&task_id, &error),
             Err(error) => return CallEvent::Error(error),
@@ -185,15 +153,15 @@ async fn outcome(call: &Call, signal: &mut StopSignal, task_id: &str, task: &Val
                 .unwrap_or_else(|| format!("task {task_id} was cancelled on the server")),
         });
     }
-    let inner = &call.inner;
-    if inner.is_stateless() {
+    let server = &call.server;
+    if server.is_stateless() {
         // The extension inlines the outcome in tasks/get.
         return match (status, task.get("result"), task.get("error")) {
             (Some(TaskStatus::InputRequired), ..) => CallEvent::Error(ClientError::InputRequired {
                 task_id: task_id.to_owned(),
             }),
             (_, Some(result), _) => result_event(result),
-            (_, None, Some(error)) => CallEvent::Error(rpc_error("tools/call", error)),
+            (_, None, Some(error)) => CallEvent::Error(ClientError::rpc("tools/call", error)),
             _ => CallEvent::Error(ClientError::Protocol(format!(
                 "task {task_id} ended without a result or an error"
             ))),
@@ -205,27 +173,19 @@ async fn outcome(call: &Call, signal: &mut StopSignal, task_id: &str, task: &Val
     loop {
         let fetched = tokio::select! {
             biased;
-            stop = signal.stopped() => return cancel_task(inner, task_id, stop).await,
-            fetched = inner.roundtrip("tasks/result", json!({ "taskId": task_id })) => fetched,
+            stop = signal.stopped() => return cancel_task(server, task_id, stop).await,
+            fetched = server.roundtrip("tasks/result", json!({ "taskId": task_id })) => fetched,
         };
         match fetched {
             Ok(result) => return result_event(&result),
             Err(error) if error.is_transient() && failures < POLL_ATTEMPTS => {
                 failures += 1;
-                tokio::time::sleep(backoff(failures)).await;
+                tokio::time::sleep(backoff(failures, FIRST_RETRY, LONGEST_POLL)).await;
             }
             Err(error) if error.is_transient() => return lost(task_id, &error),
             Err(error) => return CallEvent::Error(error),
         }
     }
-}
-
-/// `tasks/cancel`, then the terminal event for why.
-async fn cancel_task(inner: &Inner, task_id: &str, stop: Stop) -> CallEvent {
-    let cancel = inner.roundtrip("tasks/cancel", json!({ "taskId": task_id }));
-    // A task that already ended refuses; either way the call is over.
-    let _ = tokio::time::timeout(Duration::from_secs(5), cancel).await;
-    CallEvent::Error(stop.into_error())
 }
 
 fn lost(task_id: &str, error: &ClientError) -> CallEvent {
@@ -266,29 +226,12 @@ impl Shown {
     }
 }
 
-/// A Task object (or a task status notification's params) as an event.
-pub(super) fn status_event(task: &Value) -> Option<CallEvent> {
-    Some(CallEvent::Task {
-        task_id: task.get("taskId")?.as_str()?.to_owned(),
-        status: task_status_from_wire(task.get("status")?.as_str()?)?,
-        message: task
-            .get("statusMessage")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-    })
-}
-
 /// The server's poll interval, in either design's field name.
 fn poll_interval(task: &Value) -> Option<Duration> {
     ["pollInterval", "pollIntervalMs"]
         .iter()
         .find_map(|key| task.get(*key).and_then(Value::as_u64))
         .map(|ms| Duration::from_millis(ms.clamp(10, 60_000)))
-}
-
-/// Wait after failed poll `n` (from 1): 100 ms, doubling, at most 5 s.
-fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(100u64 << attempt.saturating_sub(1).min(6)).min(LONGEST_POLL)
 }
 
 #[cfg(test)]
@@ -310,7 +253,9 @@ mod tests {
             Some(Duration::from_millis(10))
         );
         assert_eq!(poll_interval(&json!({})), None);
-        let waits: Vec<u64> = (1..=8).map(|n| backoff(n).as_millis() as u64).collect();
+        let waits: Vec<u64> = (1..=8)
+            .map(|n| backoff(n, FIRST_RETRY, LONGEST_POLL).as_millis() as u64)
+            .collect();
         assert_eq!(waits, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
     }
 }

@@ -1,0 +1,51 @@
+//! A call on its own request: notifications as they come, then the result
+//! — unless a 2026-07-28 server turns it into a task.
+
+use serde_json::Value;
+use weir_mcp_wire::revision::TASKS_EXTENSION;
+
+use super::relay::result_event;
+use super::request::{Answered, Call, Shape};
+use super::stop::StopSignal;
+use crate::error::ClientError;
+use crate::events::CallEvent;
+
+/// What an inline call turned into.
+pub(super) enum Inline {
+    Done(CallEvent),
+    /// A 2026-07-28 server answered with a task.
+    Task(Value),
+    /// A 2026-07-28 server wants the call as a task.
+    NeedsTask,
+}
+
+/// Runs the call inline.
+pub(super) async fn run(call: &Call, signal: &mut StopSignal) -> Inline {
+    let outcome = match call.request(signal, Shape::Inline).await {
+        Ok(Answered { outcome, .. }) => outcome,
+        Err(event) => return Inline::Done(event),
+    };
+    let server = &call.server;
+    match outcome {
+        Ok(result) if result.get("resultType").and_then(Value::as_str) == Some("task") => {
+            Inline::Task(result)
+        }
+        Ok(result) => Inline::Done(result_event(&result)),
+        Err(error)
+            if server.is_stateless() && server.supports_tasks() && asks_for_tasks(&error) =>
+        {
+            Inline::NeedsTask
+        }
+        Err(error) => Inline::Done(CallEvent::Error(ClientError::rpc("tools/call", &error))),
+    }
+}
+
+/// A 2026-07-28 "missing required client capability" error naming the
+/// tasks extension.
+fn asks_for_tasks(error: &Value) -> bool {
+    error.get("code").and_then(Value::as_i64) == Some(-32021)
+        && error
+            .pointer("/data/requiredCapabilities/extensions")
+            .and_then(|extensions| extensions.get(TASKS_EXTENSION))
+            .is_some()
+}
