@@ -14,9 +14,9 @@ use weir_client::{CallEvent, CallOptions, CallResult, ClientError, TaskMode};
 use weir_core::Content;
 
 use crate::cli::{CallArgs, OutputFormat};
+use crate::exit::Outcome;
 use crate::progress_bar::ProgressBar;
 use crate::remote;
-use crate::exit::Outcome;
 
 pub(crate) async fn run(args: CallArgs) -> anyhow::Result<Outcome> {
     let arguments = arguments(args.json.as_deref(), &args.args)?;

@@ -192,13 +192,13 @@ mod tests {
         let line = bar.line(start + Duration::from_secs(5));
         assert_eq!(
             line,
-            "[██████░░░░░░░░░░░░░░░░░░] 25/100  25%  step 25 · ETA 15.0s"
+            "[██████░░░░░░░░░░░░░░░░░░] 25/100  25%  step 25 · ETA 15s"
         );
         bar.status = Some("cancelling…".into());
         bar.shown.as_mut().unwrap().message = Some("x".repeat(200));
         let line = bar.line(start + Duration::from_secs(5));
         assert_eq!(line.chars().count(), 79);
-        assert!(line.starts_with("cancelling…  [") && line.ends_with(" · ETA 15.0s"));
+        assert!(line.starts_with("cancelling…  [") && line.ends_with(" · ETA 15s"));
     }
 
     #[test]

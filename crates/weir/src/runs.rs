@@ -9,9 +9,9 @@ use weir_runtime::EventLog;
 use weir_runtime::log::RunFilter;
 use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
-use crate::cli::{RunsCommand};
-use crate::output;
+use crate::cli::RunsCommand;
 use crate::exit::Outcome;
+use crate::output;
 
 /// The database file inside a data directory.
 pub(crate) const DB_FILE: &str = "weir.db";

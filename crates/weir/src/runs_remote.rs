@@ -7,8 +7,8 @@ use std::io::Write;
 use weir_client::follow_run;
 use weir_core::{RunId, RunState};
 
-use crate::output;
 use crate::exit::Outcome;
+use crate::output;
 
 pub(crate) async fn tail(
     url: &str,

@@ -12,9 +12,9 @@ use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig};
 use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
 use crate::cli::{DEFAULT_HTTP_ADDR, ServeArgs};
+use crate::exit::Outcome;
 use crate::packs;
 use crate::runs::DB_FILE;
-use crate::exit::Outcome;
 
 pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outcome> {
     // Logs go to stderr: stdout may be the MCP channel.

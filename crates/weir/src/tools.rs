@@ -5,9 +5,9 @@ use std::io::Write;
 use serde_json::Value;
 use weir_client::{TaskSupport, ToolDescription};
 
-use crate::cli::{ToolsArgs};
-use crate::remote;
+use crate::cli::ToolsArgs;
 use crate::exit::Outcome;
+use crate::remote;
 
 pub(crate) async fn run(args: ToolsArgs) -> anyhow::Result<Outcome> {
     let client = match remote::connect(&args.server).await {

@@ -24,6 +24,9 @@ pub mod code {
     pub const SESSION_NOT_FOUND: i64 = -32001;
     /// 2026-07-28: `MCP-Protocol-Version` header and `_meta` disagree.
     pub const HEADER_MISMATCH: i64 = -32020;
+    /// 2026-07-28: the request needs a client capability it did not declare
+    /// (`data.requiredCapabilities` names it).
+    pub const MISSING_CAPABILITY: i64 = -32021;
     /// 2026-07-28: unsupported protocol version.
     pub const UNSUPPORTED_VERSION: i64 = -32022;
 }

@@ -24,6 +24,9 @@ const ENGINE: &[&str] = &["weir-core", "weir-runtime"];
 /// another pack.
 const PACK: &[&str] = &["weir-core", "weir-runtime", "weir-proc"];
 
+/// Crates that exist for tests only: a dev-dependency, never a normal one.
+const TEST_KITS: &[&str] = &["weir-fake-model"];
+
 const LAYERS: &[Layer] = &[
     Layer {
         name: "weir-core",
@@ -53,14 +56,26 @@ const LAYERS: &[Layer] = &[
         name: "weir-mcp",
         normal: Some(&["weir-core", "weir-runtime", "weir-mcp-wire"]),
         // Its tests drive it with the fixtures and weir's own client.
-        dev: &["weir-core", "weir-runtime", "weir-mcp-wire", "weir-client", "weir-fixtures"],
+        dev: &[
+            "weir-core",
+            "weir-runtime",
+            "weir-mcp-wire",
+            "weir-client",
+            "weir-fixtures",
+        ],
         external: None,
     },
     Layer {
         name: "weir-client",
         normal: Some(&["weir-core", "weir-mcp-wire"]),
         // Its tests call a real weir server.
-        dev: &["weir-core", "weir-mcp-wire", "weir-runtime", "weir-mcp", "weir-fixtures"],
+        dev: &[
+            "weir-core",
+            "weir-mcp-wire",
+            "weir-runtime",
+            "weir-mcp",
+            "weir-fixtures",
+        ],
         external: None,
     },
     Layer {
@@ -73,6 +88,12 @@ const LAYERS: &[Layer] = &[
         name: "weir-fixtures",
         normal: Some(&["weir-core", "weir-runtime", "weir-mcp"]),
         dev: &["weir-core", "weir-runtime", "weir-mcp"],
+        external: None,
+    },
+    Layer {
+        name: "weir-fake-model",
+        normal: Some(&[]),
+        dev: &[],
         external: None,
     },
     Layer {
@@ -126,15 +147,24 @@ fn violations(metadata: &Value) -> Vec<String> {
         }
         for (kind, dependencies) in kinds {
             for dependency in dependencies {
+                if dependency == name {
+                    // A crate's tests turning on one of its own features
+                    // (e.g. weir-runtime's `store-contract`).
+                    continue;
+                }
                 let is_member = members.contains(&dependency);
-                let allowed = match (kind, is_member) {
-                    ("dev", true) => layer.dev.contains(&dependency),
-                    ("dev", false) => true,
-                    (_, true) => layer.normal.is_none_or(|allowed| allowed.contains(&dependency)),
-                    (_, false) => layer
-                        .external
-                        .is_none_or(|allowed| allowed.contains(&dependency)),
-                };
+                let test_kit_outside_tests = kind != "dev" && TEST_KITS.contains(&dependency);
+                let allowed = !test_kit_outside_tests
+                    && match (kind, is_member) {
+                        ("dev", true) => layer.dev.contains(&dependency),
+                        ("dev", false) => true,
+                        (_, true) => layer
+                            .normal
+                            .is_none_or(|allowed| allowed.contains(&dependency)),
+                        (_, false) => layer
+                            .external
+                            .is_none_or(|allowed| allowed.contains(&dependency)),
+                    };
                 if !allowed {
                     found.push(format!(
                         "{name} ({}) must not depend on {dependency} ({kind} dependency)",
@@ -150,7 +180,13 @@ fn violations(metadata: &Value) -> Vec<String> {
 fn workspace_metadata() -> Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = std::process::Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .output()
         .expect("run cargo metadata");
@@ -187,9 +223,15 @@ fn the_check_catches_a_pack_importing_mcp_and_other_breaks() {
             .push(serde_json::json!({"name": dependency, "kind": kind}));
     };
     add(packages, "weir-pack-exec", "weir-mcp", Value::Null);
-    add(packages, "weir-pack-exec", "weir-store-sqlite", "dev".into());
+    add(
+        packages,
+        "weir-pack-exec",
+        "weir-store-sqlite",
+        "dev".into(),
+    );
     add(packages, "weir-core", "tokio", Value::Null);
     add(packages, "weir-runtime", "weir-client", Value::Null);
+    add(packages, "weir", "weir-fake-model", Value::Null);
     packages.push(serde_json::json!({"name": "weir-new", "dependencies": []}));
     let broken = violations(&metadata);
     assert_eq!(
@@ -199,6 +241,7 @@ fn the_check_catches_a_pack_importing_mcp_and_other_breaks() {
             "weir-runtime (weir-runtime) must not depend on weir-client (normal dependency)",
             "weir-pack-exec (weir-pack-*) must not depend on weir-store-sqlite (dev dependency)",
             "weir-pack-exec (weir-pack-*) must not depend on weir-mcp (normal dependency)",
+            "weir (weir) must not depend on weir-fake-model (normal dependency)",
             "weir-new has no row in the layering table (crates/weir/tests/it/layering.rs): say which weir crates it may depend on",
         ]
     );

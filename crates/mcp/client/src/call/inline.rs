@@ -2,6 +2,7 @@
 //! — unless a 2026-07-28 server turns it into a task.
 
 use serde_json::Value;
+use weir_mcp_wire::jsonrpc::code;
 use weir_mcp_wire::revision::TASKS_EXTENSION;
 
 use super::relay::result_event;
@@ -43,7 +44,7 @@ pub(super) async fn run(call: &Call, signal: &mut StopSignal) -> Inline {
 /// A 2026-07-28 "missing required client capability" error naming the
 /// tasks extension.
 fn asks_for_tasks(error: &Value) -> bool {
-    error.get("code").and_then(Value::as_i64) == Some(-32021)
+    error.get("code").and_then(Value::as_i64) == Some(code::MISSING_CAPABILITY)
         && error
             .pointer("/data/requiredCapabilities/extensions")
             .and_then(|extensions| extensions.get(TASKS_EXTENSION))
