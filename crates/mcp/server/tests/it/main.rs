@@ -2,5 +2,6 @@
 //! and HTTP (a real socket), driven message by message.
 
 mod http;
+mod snapshots;
 mod stdio;
 mod support;

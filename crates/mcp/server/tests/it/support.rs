@@ -79,7 +79,11 @@ pub(crate) struct LineClient {
 
 impl LineClient {
     pub(crate) async fn start(log: Arc<dyn EventLog>) -> LineClient {
-        let server = server(log, 512 * 1024).await;
+        LineClient::over(server(log, 512 * 1024).await)
+    }
+
+    /// A client of `server`, for tests that need other tools or a catalog.
+    pub(crate) fn over(server: McpServer) -> LineClient {
         let (client_out, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, client_in) = tokio::io::duplex(1 << 20);
         tokio::spawn(weir_mcp::transport::stdio::serve_lines(
