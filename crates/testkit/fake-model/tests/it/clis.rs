@@ -1,0 +1,509 @@
+//! The real coding-agent CLIs against the fake, fully offline: Claude Code,
+//! Codex and the Gemini CLI, pinned in tests/agent-clis and installed by
+//! scripts/agent-clis (from the npm registry, once per machine and
+//! lockfile). Each test checks that the CLI's own streaming output carries
+//! the scripted text, and that a tool call makes the round trip: the CLI
+//! runs the tool and sends its result in the next request.
+//!
+//! What keeps them offline and independent of the machine: no environment
+//! of the host but PATH; a private HOME, TMPDIR (and CODEX_HOME,
+//! CLAUDE_CODE_TMPDIR) per test; each CLI's base URL on the fake; explicit
+//! models, so no CLI looks one up; retries off; update checks, telemetry and
+//! plugin syncs off; stdin `/dev/null`, since a pipe left open makes Claude
+//! Code wait 3 s and codex wait for EOF. Each CLI leads a process group of
+//! its own, killed whole when the test ends, so nothing outlives a timeout.
+//!
+//! A CLI that cannot be installed fails its test, saying why: these tests
+//! never skip.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use weir_fake_model::{FakeModel, Protocol, Turn};
+
+use crate::support::{deltas, fake};
+
+/// The directory holding `claude`, `codex` and `gemini`, from
+/// scripts/agent-clis (which installs them if needed).
+fn clis() -> &'static Path {
+    static CLIS: OnceLock<PathBuf> = OnceLock::new();
+    CLIS.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../scripts/agent-clis");
+        let output = std::process::Command::new(&script)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run {}: {error}", script.display()));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "scripts/agent-clis could not install the pinned coding-agent CLIs ({}); these tests \
+             need them (npm and the npm registry). Its output:\n{stderr}",
+            output.status
+        );
+        let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+        for cli in ["claude", "codex", "gemini"] {
+            assert!(
+                dir.join(cli).is_file(),
+                "scripts/agent-clis printed {}, which holds no {cli}:\n{stderr}",
+                dir.display()
+            );
+        }
+        dir
+    })
+}
+
+/// A test's own directories: HOME, TMPDIR, and the working directory.
+struct Sandbox {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+    tmp: PathBuf,
+    work: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let root = tempfile::tempdir().expect("a temporary directory");
+        let [home, tmp, work] = ["home", "tmp", "work"].map(|name| {
+            let dir = root.path().join(name);
+            std::fs::create_dir(&dir).expect("create a sandbox directory");
+            dir
+        });
+        Sandbox {
+            _root: root,
+            home,
+            tmp,
+            work,
+        }
+    }
+
+    /// `cli` with the environment every CLI gets, run in `work`.
+    fn command(&self, cli: &str) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(clis().join(cli));
+        command
+            .env_clear()
+            // The Gemini CLI is a Node script (`#!/usr/bin/env node`), and
+            // the agents' shell tools need the usual commands.
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("TMPDIR", &self.tmp)
+            .envs([
+                ("NO_UPDATE_NOTIFIER", "1"),
+                ("DISABLE_AUTOUPDATER", "1"),
+                ("DISABLE_TELEMETRY", "1"),
+                ("DISABLE_ERROR_REPORTING", "1"),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+                ("CI", "1"),
+                ("DO_NOT_TRACK", "1"),
+            ])
+            .current_dir(&self.work)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        command
+    }
+}
+
+/// Kills a whole process group when dropped: whatever a CLI started dies
+/// with it, on success, failure or timeout alike.
+struct Group(rustix::process::Pid);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // ESRCH (the group is gone already) is the usual case.
+        let _ = rustix::process::kill_process_group(self.0, rustix::process::Signal::KILL);
+    }
+}
+
+/// The lines a CLI printed on stdout, each parsed as JSON.
+struct Run {
+    lines: Vec<Value>,
+    stderr: String,
+}
+
+/// Runs `command` to its end (at most two minutes), asserts it succeeded,
+/// and parses its stdout as NDJSON.
+async fn run(mut command: tokio::process::Command, what: &str, fake: &FakeModel) -> Run {
+    let started = Instant::now();
+    let child = command
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start {what}: {error}"));
+    let _group = Group(
+        rustix::process::Pid::from_raw(child.id().expect("a running child") as i32)
+            .expect("a pid is positive"),
+    );
+    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "{what} did not finish in 120 s; the fake had these requests: {:#?}",
+                fake.requests()
+            )
+        })
+        .unwrap_or_else(|error| panic!("cannot wait for {what}: {error}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    eprintln!("{what}: {:?} wall time", started.elapsed());
+    assert!(
+        output.status.success(),
+        "{what} failed ({}).\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    let lines = stdout
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|error| {
+                panic!(
+                    "{what} printed a line that is not JSON ({error}): {line}\nstderr:\n{stderr}"
+                )
+            })
+        })
+        .collect();
+    Run { lines, stderr }
+}
+
+/// The lines whose `type` is `kind`.
+fn of_type<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|line| line["type"] == kind).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_streams_the_deltas_and_runs_a_bash_tool() {
+    let fake = fake([
+        Turn::ToolCall {
+            text: Some("I'll run a command.".into()),
+            name: "Bash".into(),
+            input: json!({"command": "echo hello-from-tool", "description": "Print a greeting"}),
+            stream: deltas(2),
+        },
+        Turn::text("Done: the command printed hello-from-tool.").streamed(deltas(3)),
+    ]);
+    let sandbox = Sandbox::new();
+    let claude_tmp = sandbox.tmp.join("claude");
+    std::fs::create_dir(&claude_tmp).unwrap();
+    let mut command = sandbox.command("claude");
+    command
+        .env("ANTHROPIC_BASE_URL", fake.url())
+        .env("ANTHROPIC_API_KEY", "dummy")
+        // Else it writes /tmp/claude-<uid>/ and /tmp/cc-socks/ (TMPDIR is ignored).
+        .env("CLAUDE_CODE_TMPDIR", &claude_tmp)
+        .env("CLAUDE_CODE_MAX_RETRIES", "0")
+        .args([
+            "-p",
+            "run the greeting",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--model",
+            "claude-opus-5-5",
+        ]);
+    let run = run(command, "claude", &fake).await;
+
+    // Its own stream: the raw SSE deltas, wrapped in `stream_event` lines.
+    let text_deltas: Vec<&str> = of_type(&run.lines, "stream_event")
+        .iter()
+        .filter(|line| line["event"]["delta"]["type"] == "text_delta")
+        .map(|line| line["event"]["delta"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        text_deltas,
+        [
+            "I'll run a",
+            " command.",
+            "Done: the comm",
+            "and printed he",
+            "llo-from-tool."
+        ]
+    );
+    // The tool call, and the result it sent back.
+    let tool_use = of_type(&run.lines, "assistant")
+        .into_iter()
+        .flat_map(|line| line["message"]["content"].as_array().unwrap())
+        .find(|block| block["type"] == "tool_use")
+        .expect("an assistant line with the tool_use");
+    assert_eq!(tool_use["name"], "Bash");
+    let tool_id = tool_use["id"].as_str().unwrap();
+    let tool_result = of_type(&run.lines, "user")
+        .into_iter()
+        .flat_map(|line| line["message"]["content"].as_array().unwrap())
+        .find(|block| block["type"] == "tool_result")
+        .expect("a user line with the tool_result");
+    assert_eq!(tool_result["tool_use_id"], tool_id);
+    assert_eq!(tool_result["content"], "hello-from-tool");
+    assert_eq!(tool_result["is_error"], false);
+    let result = of_type(&run.lines, "result");
+    assert_eq!(result.len(), 1, "stderr: {}", run.stderr);
+    assert_eq!(result[0]["subtype"], "success");
+    assert_eq!(result[0]["is_error"], false);
+    assert_eq!(
+        result[0]["result"],
+        "Done: the command printed hello-from-tool."
+    );
+
+    // Exactly one request per model turn, nothing else; the second carries
+    // the tool's result.
+    let requests = fake.requests();
+    let paths: Vec<(&str, Option<usize>)> = requests
+        .iter()
+        .map(|request| (request.path.as_str(), request.turn))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ("/v1/messages?beta=true", Some(0)),
+            ("/v1/messages?beta=true", Some(1))
+        ]
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|request| request.protocol == Some(Protocol::Anthropic))
+    );
+    assert_eq!(requests[0].header("x-api-key"), Some("dummy"));
+    assert_eq!(requests[0].body["stream"], true);
+    let sent_back = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|message| message["content"].as_array().cloned().unwrap_or_default())
+        .find(|block| block["type"] == "tool_result")
+        .expect("the second request carries a tool_result");
+    assert_eq!(sent_back["tool_use_id"], tool_id);
+    assert_eq!(sent_back["content"], "hello-from-tool");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_streams_the_answer_and_runs_exec_command() {
+    let fake = fake([
+        Turn::ToolCall {
+            text: Some("I'll run a command.".into()),
+            name: "exec_command".into(),
+            input: json!({"cmd": "echo hello-from-tool > out.txt && cat out.txt"}),
+            stream: deltas(2),
+        },
+        Turn::text("Done: wrote out.txt.").streamed(deltas(3)),
+    ]);
+    let sandbox = Sandbox::new();
+    // Not under TMPDIR: codex refuses to put its sandbox helper under the
+    // temporary directory, and every sandboxed command then fails.
+    let codex_home = sandbox.home.join("codex-home");
+    std::fs::create_dir(&codex_home).unwrap();
+    let config = format!(
+        r#"model = "gpt-5.5"                # a slug of codex's own catalog, else it warns
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "workspace-write"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "weir-fake-model"
+base_url = "{}/v1"
+wire_api = "responses"
+env_key = "FAKE_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 20000
+
+[features]
+plugins = false                  # else a plugin sync reaches out to the network
+
+[analytics]
+enabled = false
+"#,
+        fake.url()
+    );
+    std::fs::write(codex_home.join("config.toml"), config).unwrap();
+    let mut command = sandbox.command("codex");
+    command
+        .env("CODEX_HOME", &codex_home)
+        .env("FAKE_API_KEY", "dummy")
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "-m",
+            "gpt-5.5",
+            "write a file",
+        ]);
+    let run = run(command, "codex", &fake).await;
+
+    // `codex exec --json` prints items whole, not deltas: the scripted
+    // deltas, joined, are each message's text.
+    let items: Vec<&Value> = of_type(&run.lines, "item.completed")
+        .iter()
+        .map(|line| &line["item"])
+        .collect();
+    let messages: Vec<&str> = items
+        .iter()
+        .filter(|item| item["type"] == "agent_message")
+        .map(|item| item["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages, ["I'll run a command.", "Done: wrote out.txt."]);
+    let command = items
+        .iter()
+        .find(|item| item["type"] == "command_execution")
+        .expect("a command_execution item");
+    assert_eq!(command["aggregated_output"], "hello-from-tool\n");
+    assert_eq!(command["exit_code"], 0);
+    assert_eq!(
+        std::fs::read_to_string(sandbox.work.join("out.txt")).unwrap(),
+        "hello-from-tool\n"
+    );
+    assert_eq!(of_type(&run.lines, "turn.completed").len(), 1);
+
+    let requests = fake.requests();
+    let paths: Vec<(&str, Option<usize>)> = requests
+        .iter()
+        .map(|request| (request.path.as_str(), request.turn))
+        .collect();
+    assert_eq!(
+        paths,
+        [("/v1/responses", Some(0)), ("/v1/responses", Some(1))]
+    );
+    assert_eq!(requests[0].header("authorization"), Some("Bearer dummy"));
+    assert_eq!(requests[0].body["model"], "gpt-5.5");
+    let output = requests[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "function_call_output")
+        .expect("the second request carries the function_call_output");
+    assert_eq!(output["call_id"], "call_fake0000_1");
+    assert!(
+        output["output"]
+            .as_str()
+            .unwrap()
+            .contains("hello-from-tool"),
+        "{output}"
+    );
+}
+
+/// The Gemini CLI's settings: the API-key auth type keeps
+/// GOOGLE_GEMINI_BASE_URL in force (with only the variable set, the auth
+/// type would be "gateway", which headless runs reject: exit 41).
+fn gemini_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    let settings = sandbox.home.join(".gemini");
+    std::fs::create_dir(&settings).unwrap();
+    std::fs::write(
+        settings.join("settings.json"),
+        json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+            "privacy": {"usageStatisticsEnabled": false},
+            "telemetry": {"enabled": false},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    sandbox
+}
+
+fn gemini_command(sandbox: &Sandbox, fake: &FakeModel, args: &[&str]) -> tokio::process::Command {
+    let mut command = sandbox.command("gemini");
+    command
+        .env("GOOGLE_GEMINI_BASE_URL", fake.url())
+        .env("GEMINI_API_KEY", "dummy")
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .args(args)
+        .args(["--output-format", "stream-json"]);
+    command
+}
+
+/// The assistant's `delta` messages.
+fn gemini_deltas(lines: &[Value]) -> Vec<&str> {
+    of_type(lines, "message")
+        .iter()
+        .filter(|line| line["role"] == "assistant" && line["delta"] == true)
+        .map(|line| line["content"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_streams_the_deltas_and_reads_a_file() {
+    let fake = fake([
+        Turn::ToolCall {
+            text: Some("Let me read the file.".into()),
+            name: "read_file".into(),
+            input: json!({"file_path": "notes.txt"}),
+            stream: deltas(2),
+        },
+        Turn::text("All done.").streamed(deltas(2)),
+    ]);
+    let sandbox = gemini_sandbox();
+    std::fs::write(sandbox.work.join("notes.txt"), "hello from file\n").unwrap();
+    // read_file is one of the read-only tools a headless run has without
+    // `--yolo`.
+    let command = gemini_command(
+        &sandbox,
+        &fake,
+        &["-p", "read notes", "-m", "gemini-2.5-flash"],
+    );
+    let run = run(command, "gemini", &fake).await;
+
+    assert_eq!(
+        gemini_deltas(&run.lines),
+        ["Let me read", " the file.", "All d", "one."]
+    );
+    let tool_use = of_type(&run.lines, "tool_use");
+    assert_eq!(tool_use.len(), 1);
+    assert_eq!(tool_use[0]["tool_name"], "read_file");
+    assert_eq!(tool_use[0]["parameters"], json!({"file_path": "notes.txt"}));
+    let tool_result = of_type(&run.lines, "tool_result");
+    assert_eq!(tool_result[0]["tool_id"], tool_use[0]["tool_id"]);
+    assert_eq!(tool_result[0]["status"], "success");
+    let result = of_type(&run.lines, "result");
+    assert_eq!(result[0]["status"], "success", "stderr: {}", run.stderr);
+
+    let requests = fake.requests();
+    let paths: Vec<(&str, Option<usize>)> = requests
+        .iter()
+        .map(|request| (request.path.as_str(), request.turn))
+        .collect();
+    let stream = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+    assert_eq!(paths, [(stream, Some(0)), (stream, Some(1))]);
+    assert_eq!(requests[0].header("x-goog-api-key"), Some("dummy"));
+    let response = requests[1].body["contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|content| content["parts"].as_array().cloned().unwrap_or_default())
+        .find_map(|part| part.get("functionResponse").cloned())
+        .expect("the second request carries the functionResponse");
+    assert_eq!(response["name"], "read_file");
+    assert_eq!(response["response"]["output"], "hello from file\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_auto_model_routes_through_the_schema_answer_without_taking_a_turn() {
+    let fake = fake([Turn::text("Hi! (scripted reply from the fake)").streamed(deltas(2))]);
+    let sandbox = gemini_sandbox();
+    // No `-m`: the `auto` model asks the router first.
+    let command = gemini_command(&sandbox, &fake, &["-p", "say hi"]);
+    let run = run(command, "gemini (auto model)", &fake).await;
+
+    assert_eq!(
+        gemini_deltas(&run.lines),
+        ["Hi! (scripted rep", "ly from the fake)"]
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert!(
+        requests[0].path.ends_with(":generateContent"),
+        "{}",
+        requests[0].path
+    );
+    assert_eq!(
+        requests[0].body["generationConfig"]["responseMimeType"],
+        "application/json"
+    );
+    assert_eq!(requests[0].turn, None);
+    assert!(requests[1].path.ends_with(":streamGenerateContent?alt=sse"));
+    assert_eq!(requests[1].turn, Some(0));
+}
