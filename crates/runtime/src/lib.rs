@@ -11,12 +11,17 @@
 //!
 //! **Not for:** protocols. Nothing here knows MCP, HTTP or SSE; `weir-mcp`
 //! projects the log onto those. Tool packs depend on this crate and on
-//! `weir-core`, never on `weir-mcp`.
+//! `weir-core`, never on `weir-mcp`. No store here touches a disk: durable
+//! stores, and their formats, live in crates of their own.
 //!
 //! The runtime, not the tool, keeps the log's invariants: seq dense from 0,
 //! `started` first, exactly one terminal event and nothing after it, also
 //! when the tool panics, times out, is cancelled or the process dies (the
 //! next start closes such runs as `failed`/`interrupted`).
+//!
+//! | Feature | Default | Adds |
+//! |---|---|---|
+//! | `store-contract` | off | `weir_runtime::store_contract` and `store_contract_tests!`: the [`EventLog`] contract as a test suite, one `#[test]` per check, for a store crate's tests (brings `proptest`) |
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -56,6 +61,8 @@ mod context;
 mod input;
 pub mod log;
 mod scheduler;
+#[cfg(feature = "store-contract")]
+pub mod store_contract;
 mod tool;
 
 pub use context::{EmitError, RunContext, now_ms};

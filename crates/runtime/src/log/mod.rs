@@ -1,7 +1,7 @@
 //! The event log: one trait, several stores.
 //!
-//! Every store keeps the same promises, which the property tests check on
-//! each of them:
+//! Every store keeps the same promises, which the contract suite (feature
+//! `store-contract`) checks on each of them:
 //! - an append is all-or-nothing, checked against the run's [`LogTail`]
 //!   (dense seq, `started` first, nothing after the terminal event), and
 //!   durable (as far as the store goes) when it returns;
@@ -154,8 +154,10 @@ pub enum LogError {
 /// A durable, replayable log of run events (docs/design.md, "Stores").
 ///
 /// Implementations: [`MemoryLog`] for tests and ephemeral use, `SqliteLog`
-/// as the embedded default. A networked store (Redis) implements the same
-/// trait and publishes what it reads into its [`LiveHub`].
+/// (crate `weir-store-sqlite`) as the embedded default. A networked store
+/// (Redis) implements the same trait and publishes what it reads into its
+/// [`LiveHub`]. Every store passes the same contract suite
+/// (`weir_runtime::store_contract`, feature `store-contract`).
 #[async_trait]
 pub trait EventLog: Send + Sync + 'static {
     /// Registers a run that has not started yet (state `pending`).

@@ -1,7 +1,5 @@
 //! weir-runtime's integration tests: one binary, one module per area.
+//! Store-specific tests live with their store (`weir-store-sqlite`).
 
-mod crash;
-mod properties;
+mod contract;
 mod scheduler;
-mod stores;
-mod support;

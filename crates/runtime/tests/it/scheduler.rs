@@ -11,7 +11,7 @@ use weir_runtime::{
     EventLog, MemoryLog, RunOptions, Scheduler, SchedulerConfig, SubmitError, Tool,
 };
 
-use crate::support::*;
+use weir_runtime::store_contract::support::*;
 
 fn hang(name: &str) -> Arc<dyn Tool> {
     Arc::new(Scripted {
@@ -151,7 +151,7 @@ async fn timeouts_panics_and_failures_end_in_failed_with_a_reason() {
         ..RunOptions::default()
     };
     for (tool, code, fragment) in [
-        ("hang", FailureCode::Timeout, "time limit of 1500ms"),
+        ("hang", FailureCode::Timeout, "time limit of 1.5s"),
         (
             "panic",
             FailureCode::Panicked,

@@ -6,7 +6,7 @@
 //! - `sqlite_append/batch=N`: durable appends to a fresh `SqliteLog` file.
 //!
 //! Events are built before the clock starts: this measures the log, not
-//! `format!`. Run: `cargo bench -p weir-runtime --bench event_log`.
+//! `format!`. Run: `cargo bench -p weir-store-sqlite --bench event_log`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,8 +5,8 @@
 //! `SqliteLog`; one `Subscription` reads every one of them live. Each N runs
 //! in a fresh child process so its peak RSS (VmHWM) is its own.
 //!
-//! Run: `cargo bench -p weir-runtime --bench stream_rss` (default N: 1M, 3M,
-//! 10M), or name counts: `cargo bench -p weir-runtime --bench stream_rss -- 100000`.
+//! Run: `cargo bench -p weir-store-sqlite --bench stream_rss` (default N: 1M, 3M,
+//! 10M), or name counts: `cargo bench -p weir-store-sqlite --bench stream_rss -- 100000`.
 
 use std::sync::Arc;
 use std::time::Instant;

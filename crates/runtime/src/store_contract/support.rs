@@ -1,5 +1,7 @@
-//! Helpers shared by the test modules: stores to test against, a tool driven
-//! by a script, and log checks.
+//! What the checks are built from, public so that a store's own tests (and
+//! the scheduler's) use the same pieces: events and logs to append, a
+//! subscriber that reconnects and lags on demand, a tool that plays a
+//! script, and the log's invariants as one assertion.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,51 +12,16 @@ use weir_core::{
     Completed, Content, EventKind, FailureCode, Log, LogLevel, LogStream, Meta, Partial, Progress,
     RunError, RunEvent, RunId, RunState, Seq, Started, Warning,
 };
-use weir_runtime::log::SqliteOptions;
-use weir_runtime::{EventLog, MemoryLog, RunContext, SqliteLog, Tool, ToolInfo};
 
-/// Proptest cases per property: 1,000 unless `PROPTEST_CASES` says otherwise.
-pub(crate) fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1000)
-}
+use crate::{EventLog, RunContext, Tool, ToolInfo};
 
-/// Which store a test runs against.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum StoreKind {
-    Memory,
-    Sqlite,
-}
-
-/// A fresh store of `kind`; the tempdir keeps a SQLite file alive.
-pub(crate) fn store(
-    kind: StoreKind,
-    live_capacity: usize,
-) -> (Arc<dyn EventLog>, Option<tempfile::TempDir>) {
-    match kind {
-        StoreKind::Memory => (Arc::new(MemoryLog::with_live_capacity(live_capacity)), None),
-        StoreKind::Sqlite => {
-            let dir = tempfile::tempdir().unwrap();
-            let log = SqliteLog::open(
-                dir.path().join("weir.db"),
-                SqliteOptions {
-                    live_capacity,
-                    ..SqliteOptions::default()
-                },
-            )
-            .unwrap();
-            (Arc::new(log), Some(dir))
-        }
-    }
-}
-
-pub(crate) fn run_id(s: &str) -> RunId {
+/// A run id from a short test name; panics if the name is not a valid id.
+pub fn run_id(s: &str) -> RunId {
     RunId::parse(s).unwrap()
 }
 
-pub(crate) fn started(tool: &str) -> EventKind {
+/// A `started` event of `tool`, with empty arguments, on node `test`.
+pub fn started(tool: &str) -> EventKind {
     EventKind::Started(Started {
         tool: tool.into(),
         arguments: json!({}),
@@ -63,7 +30,7 @@ pub(crate) fn started(tool: &str) -> EventKind {
 }
 
 /// A non-terminal event chosen by `selector`, labelled `i`.
-pub(crate) fn body_event(selector: u8, i: u64) -> EventKind {
+pub fn body_event(selector: u8, i: u64) -> EventKind {
     match selector % 6 {
         0 => Progress {
             progress: i as f64,
@@ -100,7 +67,8 @@ pub(crate) fn body_event(selector: u8, i: u64) -> EventKind {
     }
 }
 
-pub(crate) fn events(run: &RunId, from: Seq, kinds: Vec<EventKind>) -> Vec<RunEvent> {
+/// `kinds` as events of `run` from seq `from` on, stamped `1000 + seq`.
+pub fn events(run: &RunId, from: Seq, kinds: Vec<EventKind>) -> Vec<RunEvent> {
     kinds
         .into_iter()
         .enumerate()
@@ -114,13 +82,13 @@ pub(crate) fn events(run: &RunId, from: Seq, kinds: Vec<EventKind>) -> Vec<RunEv
 }
 
 /// Reads a whole log.
-pub(crate) async fn read_all(log: &dyn EventLog, run: &RunId) -> Vec<RunEvent> {
+pub async fn read_all(log: &dyn EventLog, run: &RunId) -> Vec<RunEvent> {
     log.read(run, 0, usize::MAX).await.unwrap()
 }
 
 /// Collects a subscription to its end, optionally dropping and resuming it
 /// after every `reconnect_every` events and sleeping `pause` between events.
-pub(crate) async fn follow(
+pub async fn follow(
     log: &Arc<dyn EventLog>,
     run: &RunId,
     from: Seq,
@@ -146,9 +114,10 @@ pub(crate) async fn follow(
     got
 }
 
-/// Asserts the event contract's invariants 1 and 2 (docs/design.md) on a
-/// complete log; returns the state.
-pub(crate) fn check_log(log: &[RunEvent]) -> RunState {
+/// Asserts the log's invariants (ARCHITECTURE.md, "Invariants", 1 and 2) on
+/// a complete log: seq dense from 0, `started` first, exactly one terminal
+/// event, last, and a state that reduces to that ending. Returns the state.
+pub fn check_log(log: &[RunEvent]) -> RunState {
     assert!(!log.is_empty(), "empty log");
     for (i, event) in log.iter().enumerate() {
         assert_eq!(event.seq, i as Seq, "seq not dense: {log:#?}");
@@ -174,8 +143,9 @@ pub(crate) fn check_log(log: &[RunEvent]) -> RunState {
     state
 }
 
-/// A short name for how a run ended.
-pub(crate) fn ending(event: &RunEvent) -> String {
+/// A short name for how a run ended: `completed`, `canceled`, or `failed:`
+/// and the failure's code.
+pub fn ending(event: &RunEvent) -> String {
     match &event.kind {
         EventKind::Failed(failed) => format!(
             "failed:{}",
@@ -188,41 +158,55 @@ pub(crate) fn ending(event: &RunEvent) -> String {
     }
 }
 
-/// One step of a scripted tool.
+/// One step of a [`Scripted`] tool.
 #[derive(Clone, Debug)]
-pub(crate) enum Step {
+pub enum Step {
+    /// Emit [`body_event`]`(selector, step index)`.
     Emit(u8),
+    /// Sleep this many milliseconds.
     Sleep(u64),
     /// Spawn a task that emits `count` events after `delay_ms`, possibly after
     /// the run has ended.
     Spawn {
+        /// Events the task emits.
         count: u64,
+        /// How long it waits first, in milliseconds.
         delay_ms: u64,
     },
+    /// Flush what was emitted.
     Flush,
+    /// Store an artifact.
     Artifact,
 }
 
-/// How a scripted tool ends.
+/// How a [`Scripted`] tool ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum End {
+pub enum End {
+    /// Returns a result.
     Return,
+    /// Returns a `tool_error`.
     Fail,
+    /// Panics with [`SCRIPTED_PANIC`].
     Panic,
+    /// Never ends by itself.
     Hang,
 }
 
 /// A tool that plays a script.
-pub(crate) struct Scripted {
+pub struct Scripted {
+    /// The tool's name.
     pub name: String,
+    /// What it does, in order.
     pub steps: Vec<Step>,
+    /// How it ends after the last step.
     pub end: End,
 }
 
-pub(crate) const SCRIPTED_PANIC: &str = "scripted panic";
+/// The payload of a [`Scripted`] tool's panic.
+pub const SCRIPTED_PANIC: &str = "scripted panic";
 
 /// Keeps scripted panics out of the test output; other panics print as usual.
-pub(crate) fn quiet_scripted_panics() {
+pub fn quiet_scripted_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let default = std::panic::take_hook();

@@ -1,32 +1,56 @@
-//! The EventLog contract, checked on every store alike.
+//! The checks every store passes alike, one function each; a store's test
+//! binary runs them all through [`store_contract_tests!`](crate::store_contract_tests).
+//! Each builds the runtime it needs, so the test that calls it is a plain
+//! `#[test]`.
 
-use std::sync::Arc;
+use std::future::Future;
 use std::time::Duration;
 
 use serde_json::json;
-use weir_core::{Canceled, Completed, EventKind, RunState, Violation};
-use weir_runtime::log::{NewRun, RunFilter, SqliteOptions};
-use weir_runtime::{EventLog, LogError, SqliteLog};
+use weir_core::{Canceled, Completed, EventKind, RunState, Started, Violation};
 
-use crate::support::*;
-
-const STORES: [StoreKind; 2] = [StoreKind::Memory, StoreKind::Sqlite];
+use super::StoreFactory;
+use super::support::*;
+use crate::LogError;
+use crate::log::{NewRun, RunFilter, RunSummary};
 
 fn done() -> EventKind {
     EventKind::Completed(Completed::default())
 }
 
-#[tokio::test]
-async fn appends_that_break_the_log_are_refused_and_change_nothing() {
-    for kind in STORES {
-        let (log, _dir) = store(kind, 16);
+/// Runs a check as `#[tokio::test]` would: on a current-thread runtime.
+fn on_one_thread(check: impl Future<Output = ()>) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(check);
+}
+
+/// Runs a check on two worker threads, so a producer and its subscriber
+/// really run at the same time.
+fn on_two_threads(check: impl Future<Output = ()>) {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(check);
+}
+
+/// An append that would break the log (no `started`, a seq gap, a second
+/// `started`, anything after the terminal event) is refused with its
+/// violation, all or nothing; the summary follows the appends taken.
+pub fn appends_that_break_the_log_are_refused_and_change_nothing(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
         let run = run_id("r");
         let not_started = log
             .append(events(&run, 0, vec![body_event(0, 0)]).into())
             .await;
         assert!(
             matches!(not_started, Err(LogError::NotStarted(_))),
-            "{kind:?}: {not_started:?}"
+            "{not_started:?}"
         );
 
         log.append(events(&run, 0, vec![started("t"), body_event(1, 1)]).into())
@@ -46,7 +70,7 @@ async fn appends_that_break_the_log_are_refused_and_change_nothing() {
                     ..
                 })
             ),
-            "{kind:?}: {gap:?}"
+            "{gap:?}"
         );
         let restart = log.append(events(&run, 2, vec![started("t")]).into()).await;
         assert!(matches!(
@@ -60,7 +84,7 @@ async fn appends_that_break_the_log_are_refused_and_change_nothing() {
         let mut mixed = events(&run, 2, vec![body_event(2, 2)]);
         mixed.extend(events(&run, 9, vec![body_event(2, 9)]));
         assert!(log.append(mixed.into()).await.is_err());
-        assert_eq!(read_all(&*log, &run).await.len(), 2, "{kind:?}");
+        assert_eq!(read_all(&*log, &run).await.len(), 2);
 
         log.append(events(&run, 2, vec![done()]).into())
             .await
@@ -76,19 +100,16 @@ async fn appends_that_break_the_log_are_refused_and_change_nothing() {
             })
         ));
         let summary = log.get_run(&run).await.unwrap().unwrap();
-        assert_eq!(
-            (summary.state, summary.events),
-            (RunState::Completed, 3),
-            "{kind:?}"
-        );
+        assert_eq!((summary.state, summary.events), (RunState::Completed, 3));
         assert!(summary.finished_ts.is_some());
-    }
+    });
 }
 
-#[tokio::test]
-async fn reads_page_through_a_log() {
-    for kind in STORES {
-        let (log, _dir) = store(kind, 16);
+/// Reads return exactly the asked-for page, whatever the batches appended;
+/// reading an unknown run is an error.
+pub fn reads_page_through_a_log(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
         let run = run_id("p");
         let mut kinds = vec![started("t")];
         kinds.extend((1..100).map(|i| body_event(i as u8, i)));
@@ -105,17 +126,18 @@ async fn reads_page_through_a_log() {
                 .take(limit)
                 .cloned()
                 .collect();
-            assert_eq!(page, expected, "{kind:?} from {from} limit {limit}");
+            assert_eq!(page, expected, "from {from} limit {limit}");
         }
         let unknown = log.read(&run_id("nope"), 0, 10).await;
-        assert!(matches!(unknown, Err(LogError::UnknownRun(_))), "{kind:?}");
-    }
+        assert!(matches!(unknown, Err(LogError::UnknownRun(_))));
+    });
 }
 
-#[tokio::test]
-async fn runs_are_listed_newest_first_and_filtered() {
-    for kind in STORES {
-        let (log, _dir) = store(kind, 16);
+/// Runs are listed newest first, filtered by state, tool and node, and
+/// limited; a pending run keeps its arguments and a run id is taken once.
+pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
         for (i, (name, tool, node)) in [("a", "x", "n1"), ("b", "y", "n1"), ("c", "x", "n2")]
             .into_iter()
             .enumerate()
@@ -144,7 +166,7 @@ async fn runs_are_listed_newest_first_and_filtered() {
             .await
             .unwrap();
 
-        let ids = |runs: Vec<weir_runtime::log::RunSummary>| {
+        let ids = |runs: Vec<RunSummary>| {
             runs.into_iter()
                 .map(|r| r.run_id.to_string())
                 .collect::<Vec<_>>()
@@ -157,11 +179,7 @@ async fn runs_are_listed_newest_first_and_filtered() {
             states: vec![RunState::Pending],
             ..RunFilter::default()
         };
-        assert_eq!(
-            ids(log.list_runs(&pending).await.unwrap()),
-            ["c", "a"],
-            "{kind:?}"
-        );
+        assert_eq!(ids(log.list_runs(&pending).await.unwrap()), ["c", "a"]);
         let tool_x_on_n1 = RunFilter {
             tool: Some("x".into()),
             node: Some("n1".into()),
@@ -178,13 +196,14 @@ async fn runs_are_listed_newest_first_and_filtered() {
             (a.state, a.events, a.arguments),
             (RunState::Pending, 0, json!({ "i": 0 }))
         );
-    }
+    });
 }
 
-#[tokio::test]
-async fn artifacts_are_write_once_hashed_and_read_by_range() {
-    for kind in STORES {
-        let (log, _dir) = store(kind, 16);
+/// Artifacts are stored once, hashed (SHA-256), read back by any byte range
+/// (clamped), and only under valid names.
+pub fn artifacts_are_write_once_hashed_and_read_by_range(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
         let run = run_id("art");
         log.append(events(&run, 0, vec![started("t")]).into())
             .await
@@ -198,11 +217,7 @@ async fn artifacts_are_write_once_hashed_and_read_by_range() {
         assert_eq!(artifact.uri, "weir://runs/art/artifacts/out.bin");
         // sha256 of that byte pattern, computed independently.
         assert_eq!(artifact.sha256.len(), 64);
-        assert_eq!(
-            log.artifact(&run, "out.bin").await.unwrap(),
-            artifact,
-            "{kind:?}"
-        );
+        assert_eq!(log.artifact(&run, "out.bin").await.unwrap(), artifact);
         for range in [0..10, 5000..5100, 9990..20_000, 20_000..30_000, 7..7] {
             let got = log
                 .read_artifact(&run, "out.bin", range.clone())
@@ -210,20 +225,17 @@ async fn artifacts_are_write_once_hashed_and_read_by_range() {
                 .unwrap();
             let start = (range.start as usize).min(data.len());
             let end = (range.end as usize).min(data.len()).max(start);
-            assert_eq!(got, &data[start..end], "{kind:?} {range:?}");
+            assert_eq!(got, &data[start..end], "{range:?}");
         }
         let twice = log
             .put_artifact(&run, "out.bin", "text/plain", vec![1])
             .await;
-        assert!(
-            matches!(twice, Err(LogError::ArtifactExists { .. })),
-            "{kind:?}"
-        );
+        assert!(matches!(twice, Err(LogError::ArtifactExists { .. })));
         for bad in ["", "../x", "a/b", ".hidden", &"x".repeat(129)] {
             let refused = log.put_artifact(&run, bad, "text/plain", vec![]).await;
             assert!(
                 matches!(refused, Err(LogError::InvalidArtifactName(_))),
-                "{kind:?} {bad:?}"
+                "{bad:?}"
             );
         }
         assert!(matches!(
@@ -242,13 +254,65 @@ async fn artifacts_are_write_once_hashed_and_read_by_range() {
             empty.sha256,
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
-    }
+    });
 }
 
-#[tokio::test]
-async fn retention_deletes_finished_runs_and_their_artifacts_only() {
-    for kind in STORES {
-        let (log, _dir) = store(kind, 16);
+/// A run's summary reports the arguments it was registered with, before and
+/// after it starts, and a run started without being registered reports its
+/// `started` event's; a store may keep them once, but reports them alike.
+pub fn summaries_keep_the_arguments_a_run_was_given(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
+        let started_with = |arguments| {
+            EventKind::Started(Started {
+                tool: "t".into(),
+                arguments,
+                node: "test".into(),
+            })
+        };
+        let cases = [
+            ("scheduled", Some(json!({"n": 1})), json!({"n": 1})),
+            ("unregistered", None, json!({"n": 2})),
+            (
+                "started_otherwise",
+                Some(json!({"n": 3})),
+                json!({"other": true}),
+            ),
+        ];
+        for (name, registered, at_start) in &cases {
+            if let Some(arguments) = registered {
+                log.create_run(NewRun {
+                    run_id: run_id(name),
+                    tool: "t".into(),
+                    arguments: arguments.clone(),
+                    node: "test".into(),
+                    ts: 1,
+                })
+                .await
+                .unwrap();
+                let pending = log.get_run(&run_id(name)).await.unwrap().unwrap();
+                assert_eq!(&pending.arguments, arguments, "{name} pending");
+            }
+            log.append(events(&run_id(name), 0, vec![started_with(at_start.clone())]).into())
+                .await
+                .unwrap();
+        }
+        let listed = log.list_runs(&RunFilter::default()).await.unwrap();
+        for (name, registered, at_start) in &cases {
+            let expected = registered.as_ref().unwrap_or(at_start);
+            let summary = log.get_run(&run_id(name)).await.unwrap().unwrap();
+            assert_eq!(&summary.arguments, expected, "{name}");
+            let in_list = listed.iter().find(|run| run.run_id == run_id(name));
+            assert_eq!(in_list, Some(&summary), "{name} listed");
+        }
+    });
+}
+
+/// Retention deletes the runs finished before its cutoff, with their
+/// artifacts, and leaves runs still open.
+pub fn retention_deletes_finished_runs_and_their_artifacts_only(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
         let (old, open) = (run_id("old"), run_id("open"));
         log.append(events(&old, 0, vec![started("t"), done()]).into())
             .await
@@ -260,31 +324,22 @@ async fn retention_deletes_finished_runs_and_their_artifacts_only() {
             .await
             .unwrap();
         // `events` stamps ts 1000 + seq: `old` finished at 1001.
-        assert_eq!(
-            log.delete_finished_before(1001).await.unwrap(),
-            0,
-            "{kind:?}"
-        );
-        assert_eq!(
-            log.delete_finished_before(1002).await.unwrap(),
-            1,
-            "{kind:?}"
-        );
+        assert_eq!(log.delete_finished_before(1001).await.unwrap(), 0);
+        assert_eq!(log.delete_finished_before(1002).await.unwrap(), 1);
         assert!(log.get_run(&old).await.unwrap().is_none());
         assert!(matches!(
             log.artifact(&old, "a").await,
             Err(LogError::UnknownRun(_))
         ));
         assert!(log.get_run(&open).await.unwrap().is_some());
-    }
+    });
 }
 
 /// A subscriber far slower than the producer, on a live channel of one batch:
 /// it lags, re-reads the store, and still gets every event once, in order.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lagging_subscriber_catches_up_from_the_store() {
-    for kind in STORES {
-        let (log, _dir) = store(kind, 1);
+pub fn a_lagging_subscriber_catches_up_from_the_store(stores: &impl StoreFactory) {
+    on_two_threads(async {
+        let (log, _guard) = stores.make(1);
         let run = run_id("lag");
         log.append(events(&run, 0, vec![started("t")]).into())
             .await
@@ -318,166 +373,21 @@ async fn a_lagging_subscriber_catches_up_from_the_store() {
         .await
         .unwrap();
         let got = reader.await.unwrap();
-        assert_eq!(got, read_all(&*log, &run).await, "{kind:?}");
+        assert_eq!(got, read_all(&*log, &run).await);
         assert_eq!(got.len(), 1002);
-    }
+    });
 }
 
-/// Two processes (here: two handles with separate hubs) on one SQLite file:
-/// a subscriber in one follows a run written by the other.
-#[tokio::test]
-async fn a_subscriber_follows_a_run_written_by_another_handle() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("weir.db");
-    let writer = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    let reader: Arc<dyn EventLog> =
-        Arc::new(SqliteLog::open(&path, SqliteOptions::default()).unwrap());
-    let run = run_id("x");
-    writer
-        .append(events(&run, 0, vec![started("t")]).into())
-        .await
-        .unwrap();
-    let follower = {
-        let (reader, run) = (reader.clone(), run.clone());
-        tokio::spawn(async move { follow(&reader, &run, 0, None, Duration::ZERO).await })
-    };
-    for i in 1..20 {
-        writer
-            .append(events(&run, i, vec![body_event(i as u8, i)]).into())
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(15)).await;
-    }
-    writer
-        .append(events(&run, 20, vec![done()]).into())
-        .await
-        .unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(10), follower)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(got.len(), 21);
-    check_log(&got);
-}
-
-#[tokio::test]
-async fn subscribing_to_an_unknown_run_is_an_error() {
-    for kind in STORES {
-        let (log, _dir) = store(kind, 4);
+/// A subscription to a run that does not exist yields one `UnknownRun`
+/// error, then ends.
+pub fn subscribing_to_an_unknown_run_is_an_error(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(4);
         let mut subscription = log.subscribe_from(&run_id("ghost"), 0);
-        assert!(
-            matches!(
-                subscription.next().await,
-                Some(Err(LogError::UnknownRun(_)))
-            ),
-            "{kind:?}"
-        );
+        assert!(matches!(
+            subscription.next().await,
+            Some(Err(LogError::UnknownRun(_)))
+        ));
         assert!(subscription.next().await.is_none());
-    }
-}
-
-#[tokio::test]
-async fn a_newer_schema_is_refused_with_advice() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("weir.db");
-    drop(SqliteLog::open(&path, SqliteOptions::default()).unwrap());
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .pragma_update(None, "user_version", 99)
-        .unwrap();
-    let error = SqliteLog::open(&path, SqliteOptions::default())
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(
-        error.contains("newer weir") && error.contains("--data-dir"),
-        "{error}"
-    );
-}
-
-/// A log written by schema 1 (events `WITHOUT ROWID`) opens with every
-/// event intact, on the current schema, and takes new appends.
-#[tokio::test]
-async fn a_schema_1_log_is_migrated_with_every_event() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("weir.db");
-    let run = run_id("old");
-    let kinds = vec![started("t"), body_event(0, 1), body_event(1, 2)];
-    let written = events(&run, 0, kinds);
-    {
-        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-        log.append(written.clone().into()).await.unwrap();
-    }
-    // Put the file back the way schema 1 laid it out.
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "ALTER TABLE events RENAME TO events_now;
-         CREATE TABLE events (run_key INTEGER NOT NULL, seq INTEGER NOT NULL,
-             ts INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_key, seq)) WITHOUT ROWID;
-         INSERT INTO events SELECT * FROM events_now;
-         DROP TABLE events_now;
-         PRAGMA user_version = 1;",
-    )
-    .unwrap();
-    drop(conn);
-
-    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(log.read(&run, 0, 100).await.unwrap(), written);
-    log.append(events(&run, 3, vec![done()]).into())
-        .await
-        .unwrap();
-    assert_eq!(log.read(&run, 0, 100).await.unwrap().len(), 4);
-    drop(log);
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .unwrap();
-    let without_rowid: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_schema WHERE name = 'events' AND sql LIKE '%WITHOUT ROWID%'",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
-    assert_eq!((version, without_rowid), (2, 0));
-}
-
-/// Checkpoints happen off the writer thread: a few megabytes of appends end
-/// up in the database file itself, not only in its write-ahead log.
-#[tokio::test]
-async fn the_write_ahead_log_is_checkpointed_into_the_database() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("weir.db");
-    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    let run = run_id("big");
-    log.append(events(&run, 0, vec![started("t")]).into())
-        .await
-        .unwrap();
-    let text = "x".repeat(2_000);
-    let mut seq = 1;
-    for _ in 0..40 {
-        let kinds = (0..100)
-            .map(|_| {
-                weir_core::Partial {
-                    content: vec![weir_core::Content::text(text.clone())],
-                    ..weir_core::Partial::default()
-                }
-                .into()
-            })
-            .collect();
-        log.append(events(&run, seq, kinds).into()).await.unwrap();
-        seq += 100;
-    }
-    // 8 MB appended; SQLite's threshold is 1,000 pages (4 MB).
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let size = || std::fs::metadata(&path).unwrap().len();
-    while size() < 4_000_000 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "database file still {} bytes: nothing was checkpointed",
-            size()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(log.read(&run, 3_990, 100).await.unwrap().len(), 11);
+    });
 }

@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use weir_core::{EventKind, FailureCode, RunState};
-use weir_runtime::log::SqliteOptions;
-use weir_runtime::{EventLog, SqliteLog, recover_interrupted};
-
-use crate::support::*;
+use weir_runtime::store_contract::support::{check_log, read_all, run_id};
+use weir_runtime::{EventLog, recover_interrupted};
+use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
 /// `examples/crash_writer`, which `cargo test` and `cargo nextest` build
 /// beside this test binary.

@@ -1,15 +1,121 @@
-//! Property tests of the run invariants (docs/design.md) under random scripts,
-//! cancels, timeouts, panics and subscriber disconnects, on every store.
+//! Property tests of the run invariants under random scripts, cancels,
+//! timeouts, panics and subscribers that reconnect and lag, on one store.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::{TestCaseResult, TestRunner, contextualize_config};
 use serde_json::json;
 use weir_core::{EventKind, RunState};
-use weir_runtime::{RunOptions, Scheduler, SchedulerConfig};
 
-use crate::support::*;
+use super::StoreFactory;
+use super::support::*;
+use crate::{RunOptions, Scheduler, SchedulerConfig};
+
+/// Proptest cases per property: 1,000 unless `PROPTEST_CASES` says otherwise.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000)
+}
+
+/// Checks `property` on values of `strategy` as `proptest!` would: the
+/// `PROPTEST_*` variables apply, and failures are kept beside
+/// `source_file` (under `proptest-regressions/`) and replayed first.
+fn check<S: Strategy>(
+    name: &'static str,
+    source_file: &'static str,
+    strategy: S,
+    property: impl Fn(S::Value) -> TestCaseResult,
+) {
+    let mut runner = TestRunner::new(contextualize_config(ProptestConfig {
+        cases: cases(),
+        source_file: Some(source_file),
+        test_name: Some(name),
+        ..ProptestConfig::default()
+    }));
+    if let Err(error) = runner.run(&strategy, property) {
+        panic!("{error}\n{runner}");
+    }
+}
+
+/// A scheduled run of a scripted tool keeps the log's invariants whatever
+/// it does (returns, fails, panics, hangs into its timeout, is cancelled,
+/// emits from tasks that outlive it), and every subscriber, live or late,
+/// reconnecting or lagging, reads exactly the stored log from where it
+/// started. On a store that [keeps virtual time](StoreFactory::keeps_virtual_time),
+/// the ending is also the one the script's timing makes certain.
+///
+/// `source_file` is the calling test's `file!()`: where proptest keeps the
+/// seeds of failures.
+pub fn runs_keep_their_invariants(stores: &impl StoreFactory, source_file: &'static str) {
+    check("runs_keep_their_invariants", source_file, case(), |case| {
+        play(case, stores)
+    });
+}
+
+/// At the store level: random batches appended while a subscriber from a
+/// random seq k follows; it gets exactly the events from k on.
+///
+/// `source_file` is as for [`runs_keep_their_invariants`].
+pub fn subscribe_from_any_k_yields_exactly_k_onwards(
+    stores: &impl StoreFactory,
+    source_file: &'static str,
+) {
+    let batches = prop::collection::vec(prop::collection::vec(any::<u8>(), 1..20), 0..10);
+    check(
+        "subscribe_from_any_k_yields_exactly_k_onwards",
+        source_file,
+        (batches, 0u64..120),
+        |(batches, from)| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let (log, _guard) = stores.make(2);
+                let run = run_id("k");
+                let mut next = 0;
+                let mut all = Vec::new();
+                let mut first = vec![started("t")];
+                for batch in batches {
+                    first.extend(batch.into_iter().map(|s| body_event(s, next)));
+                    let appended = events(&run, next, std::mem::take(&mut first));
+                    next += appended.len() as u64;
+                    all.extend(appended.iter().cloned());
+                    log.append(appended.into()).await.unwrap();
+                }
+                if !first.is_empty() {
+                    let appended = events(&run, next, first);
+                    next += appended.len() as u64;
+                    all.extend(appended.iter().cloned());
+                    log.append(appended.into()).await.unwrap();
+                }
+                let end = events(
+                    &run,
+                    next,
+                    vec![EventKind::Canceled(weir_core::Canceled {
+                        reason: "end".into(),
+                    })],
+                );
+                let live = {
+                    let log = log.clone();
+                    let run = run.clone();
+                    tokio::spawn(
+                        async move { follow(&log, &run, from, None, Duration::ZERO).await },
+                    )
+                };
+                all.extend(end.iter().cloned());
+                log.append(end.into()).await.unwrap();
+                let got = live.await.unwrap();
+                prop_assert_eq!(&got[..], &all[(from as usize).min(all.len())..]);
+                Ok(())
+            })
+        },
+    );
+}
 
 #[derive(Clone, Debug)]
 struct Watcher {
@@ -110,7 +216,7 @@ fn certain_ending(case: &Case) -> Option<&'static str> {
     }
 }
 
-fn play(case: Case, kind: StoreKind) -> Result<(), TestCaseError> {
+fn play(case: Case, stores: &impl StoreFactory) -> Result<(), TestCaseError> {
     quiet_scripted_panics();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -118,7 +224,7 @@ fn play(case: Case, kind: StoreKind) -> Result<(), TestCaseError> {
         .build()
         .unwrap();
     runtime.block_on(async move {
-        let (log, _dir) = store(kind, case.live_capacity);
+        let (log, _guard) = stores.make(case.live_capacity);
         let tool = Arc::new(Scripted {
             name: "scripted".into(),
             steps: case.steps.clone(),
@@ -184,7 +290,7 @@ fn play(case: Case, kind: StoreKind) -> Result<(), TestCaseError> {
         let summary = log.get_run(&run).await.unwrap().unwrap();
         prop_assert_eq!(summary.state, state);
         prop_assert_eq!(summary.events, full.len() as u64);
-        if matches!(kind, StoreKind::Memory) {
+        if stores.keeps_virtual_time() {
             if let Some(expected) = certain_ending(&case) {
                 prop_assert_eq!(ending(&terminal), expected, "{:?}", case);
             }
@@ -213,60 +319,4 @@ fn play(case: Case, kind: StoreKind) -> Result<(), TestCaseError> {
         prop_assert_eq!(log.live().followed_runs(), 0);
         Ok(())
     })
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
-
-    #[test]
-    fn runs_keep_their_invariants_in_memory(case in case()) {
-        play(case, StoreKind::Memory)?;
-    }
-
-    #[test]
-    fn runs_keep_their_invariants_in_sqlite(case in case()) {
-        play(case, StoreKind::Sqlite)?;
-    }
-
-    /// At the store level: random batches, one reader from each k.
-    #[test]
-    fn subscribe_from_any_k_yields_exactly_k_onwards(
-        batches in prop::collection::vec(prop::collection::vec(any::<u8>(), 1..20), 0..10),
-        from in 0u64..120,
-        sqlite in any::<bool>(),
-    ) {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-        runtime.block_on(async move {
-            let kind = if sqlite { StoreKind::Sqlite } else { StoreKind::Memory };
-            let (log, _dir) = store(kind, 2);
-            let run = run_id("k");
-            let mut next = 0;
-            let mut all = Vec::new();
-            let mut first = vec![started("t")];
-            for batch in batches {
-                first.extend(batch.into_iter().map(|s| body_event(s, next)));
-                let appended = events(&run, next, std::mem::take(&mut first));
-                next += appended.len() as u64;
-                all.extend(appended.iter().cloned());
-                log.append(appended.into()).await.unwrap();
-            }
-            if !first.is_empty() {
-                let appended = events(&run, next, first);
-                next += appended.len() as u64;
-                all.extend(appended.iter().cloned());
-                log.append(appended.into()).await.unwrap();
-            }
-            let end = events(&run, next, vec![EventKind::Canceled(weir_core::Canceled { reason: "end".into() })]);
-            let live = {
-                let log = log.clone();
-                let run = run.clone();
-                tokio::spawn(async move { follow(&log, &run, from, None, Duration::ZERO).await })
-            };
-            all.extend(end.iter().cloned());
-            log.append(end.into()).await.unwrap();
-            let got = live.await.unwrap();
-            prop_assert_eq!(&got[..], &all[(from as usize).min(all.len())..]);
-            Ok(())
-        })?;
-    }
 }

@@ -1,0 +1,134 @@
+//! A run's task, from its place in the queue to its terminal event: the tool
+//! runs in a task of its own, so a panic is caught, and its future is
+//! dropped on cancel or timeout before the terminal event is written.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use weir_core::{Canceled, EventKind, Failed, FailureCode, RunError, RunEvent, RunId, Started};
+
+use super::submit::{Slots, take_slots};
+use super::{Cancel, Inner};
+use crate::context::{Command, RunContext, write_run};
+use crate::tool::Tool;
+
+/// Events a run may have queued for its writer before `emit` waits: the bound
+/// that keeps a fast tool's memory flat when the store is slower.
+const EMIT_BUFFER: usize = 1024;
+
+/// One run from queue to terminal event.
+pub(super) async fn execute(
+    inner: &Arc<Inner>,
+    run_id: &RunId,
+    tool: &str,
+    arguments: Value,
+    timeout: Duration,
+    cancel: &Cancel,
+    slots: Option<Slots>,
+) -> Option<RunEvent> {
+    let registered = &inner.tools[tool];
+    let slots = match slots {
+        Some(slots) => Some(slots),
+        None => {
+            let waited = tokio::select! {
+                slots = take_slots(&registered.slots, &inner.all_slots) => Some(slots),
+                () = cancel.token.cancelled() => None,
+            };
+            inner.queued.fetch_sub(1, Ordering::SeqCst);
+            waited
+        }
+    };
+    let (commands, receiver) = mpsc::channel(EMIT_BUFFER);
+    let writer = tokio::spawn(write_run(
+        inner.log.clone(),
+        run_id.clone(),
+        0,
+        receiver,
+        cancel.token.clone(),
+    ));
+    let started = Started {
+        tool: tool.to_owned(),
+        arguments: arguments.clone(),
+        node: inner.config.node.clone(),
+    };
+    // The receiver lives until the writer ends, which needs a terminal event.
+    let _ = commands.send(Command::Emit(started.into())).await;
+    let terminal = match slots {
+        // Cancelled while queued: the log still gets `started` first.
+        None => Canceled {
+            reason: cancel.reason(),
+        }
+        .into(),
+        Some(_slots) => {
+            let ctx = RunContext::new(
+                run_id.clone(),
+                commands.clone(),
+                cancel.token.clone(),
+                Some(tokio::time::Instant::now() + timeout),
+                inner.log.clone(),
+                cancel.inputs.clone(),
+            );
+            run_tool(registered.tool.clone(), ctx, arguments, timeout, cancel).await
+        }
+    };
+    let _ = commands.send(Command::Emit(terminal)).await;
+    drop(commands);
+    writer.await.ok().flatten()
+}
+
+/// Executes the tool in a task of its own (so a panic is caught) and decides
+/// the terminal event: its result, a panic, the deadline or a cancel.
+async fn run_tool(
+    tool: Arc<dyn Tool>,
+    ctx: RunContext,
+    arguments: Value,
+    timeout: Duration,
+    cancel: &Cancel,
+) -> EventKind {
+    let mut work = tokio::spawn(async move { tool.run(ctx, arguments).await });
+    tokio::select! {
+        biased;
+        joined = &mut work => match joined {
+            Ok(Ok(completed)) => completed.into(),
+            Ok(Err(error)) => Failed { error }.into(),
+            Err(join_error) => Failed { error: panic_error(join_error) }.into(),
+        },
+        () = cancel.token.cancelled() => {
+            work.abort();
+            let _ = work.await; // the tool's future is dropped: its cleanup has run
+            Canceled { reason: cancel.reason() }.into()
+        }
+        () = tokio::time::sleep(timeout) => {
+            cancel.token.cancel(); // tasks the tool spawned see it too
+            work.abort();
+            let _ = work.await;
+            Failed {
+                error: RunError::new(
+                    FailureCode::Timeout,
+                    format!("the run exceeded its time limit of {}", weir_core::human_duration(timeout.as_millis() as u64)),
+                )
+                .with_remediation("call again with a larger timeout, or ask for less work per call"),
+            }
+            .into()
+        }
+    }
+}
+
+fn panic_error(join_error: tokio::task::JoinError) -> RunError {
+    let message = match join_error.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a non-text panic payload".into()),
+        Err(join_error) => join_error.to_string(),
+    };
+    RunError::new(
+        FailureCode::Panicked,
+        format!("the tool panicked: {message}"),
+    )
+    .with_remediation("this is a bug in the tool; report it with the arguments that caused it")
+}

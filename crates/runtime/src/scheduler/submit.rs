@@ -1,0 +1,126 @@
+//! Admitting a call: its arguments, a slot now or a place in the bounded
+//! queue, and the run's task.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use weir_core::RunId;
+
+use super::{Cancel, RunHandle, RunOptions, Scheduler, SubmitError, run};
+use crate::context::now_ms;
+use crate::log::NewRun;
+
+/// A slot for the run's tool and one of the global slots.
+pub(super) struct Slots {
+    _tool: OwnedSemaphorePermit,
+    _global: OwnedSemaphorePermit,
+}
+
+impl Scheduler {
+    /// Accepts a call as a run: checks its arguments against the tool's input
+    /// schema, registers it (pending), then executes it as soon as a slot is
+    /// free. Fails at once, never hangs, when the queue is
+    /// full.
+    pub async fn submit(
+        &self,
+        tool: &str,
+        arguments: Value,
+        options: RunOptions,
+    ) -> Result<RunHandle, SubmitError> {
+        let inner = &self.inner;
+        let registered = inner
+            .tools
+            .get(tool)
+            .ok_or_else(|| SubmitError::UnknownTool {
+                name: tool.to_owned(),
+                available: inner.tools.keys().cloned().collect::<Vec<_>>().join(", "),
+            })?;
+        weir_core::check_arguments(&registered.info.input_schema, &arguments).map_err(
+            |message| SubmitError::InvalidArguments {
+                tool: tool.to_owned(),
+                message,
+            },
+        )?;
+        let slots = match try_take_slots(&registered.slots, &inner.all_slots) {
+            Some(slots) => Some(slots),
+            None => {
+                let max = inner.config.max_queue;
+                inner
+                    .queued
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |queued| {
+                        (queued < max).then_some(queued + 1)
+                    })
+                    .map_err(|queued| SubmitError::Busy {
+                        queued,
+                        retry_after: Duration::from_secs(1),
+                    })?;
+                None
+            }
+        };
+        let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
+        let created = inner
+            .log
+            .create_run(NewRun {
+                run_id: run_id.clone(),
+                tool: tool.to_owned(),
+                arguments: arguments.clone(),
+                node: inner.config.node.clone(),
+                ts: now_ms(),
+            })
+            .await;
+        if let Err(error) = created {
+            if slots.is_none() {
+                inner.queued.fetch_sub(1, Ordering::SeqCst);
+            }
+            return Err(error.into());
+        }
+        let cancel = Cancel::default();
+        *cancel.inputs.lock().expect("input slot lock") = options.input_requests;
+        inner
+            .active
+            .lock()
+            .expect("active runs lock")
+            .insert(run_id.clone(), cancel.clone());
+        let timeout = options
+            .timeout
+            .or(registered.info.timeout)
+            .unwrap_or(inner.config.default_timeout);
+        let inner = self.inner.clone();
+        let id = run_id.clone();
+        let tool = tool.to_owned();
+        let finished = tokio::spawn(async move {
+            let terminal =
+                run::execute(&inner, &id, &tool, arguments, timeout, &cancel, slots).await;
+            inner.active.lock().expect("active runs lock").remove(&id);
+            terminal
+        });
+        Ok(RunHandle { run_id, finished })
+    }
+}
+
+fn new_run_id() -> RunId {
+    RunId::parse(&uuid::Uuid::now_v7().simple().to_string()).expect("a uuid is a valid run id")
+}
+
+fn try_take_slots(tool: &Arc<Semaphore>, global: &Arc<Semaphore>) -> Option<Slots> {
+    let tool = tool.clone().try_acquire_owned().ok()?;
+    let global = global.clone().try_acquire_owned().ok()?;
+    Some(Slots {
+        _tool: tool,
+        _global: global,
+    })
+}
+
+/// Waits for a slot of the tool first, then a global one, so a run blocked
+/// on its own tool's limit does not hold a global slot others could use.
+pub(super) async fn take_slots(tool: &Arc<Semaphore>, global: &Arc<Semaphore>) -> Slots {
+    let tool = tool.clone().acquire_owned().await.expect("never closed");
+    let global = global.clone().acquire_owned().await.expect("never closed");
+    Slots {
+        _tool: tool,
+        _global: global,
+    }
+}

@@ -1,0 +1,234 @@
+//! What each read asks the tables: a run's events, its summary, the runs
+//! passing a filter, artifacts; and how a row becomes a [`RunSummary`].
+
+use std::ops::Range;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use weir_core::{ArtifactRef, EventKind, RunEvent, RunId, RunState, Seq};
+use weir_runtime::LogError;
+use weir_runtime::log::kit::clamp_range;
+use weir_runtime::log::{RunFilter, RunSummary};
+
+use crate::connection::db;
+
+/// Up to `limit` events of `run_id` from seq `from` on.
+pub(crate) fn events(
+    conn: &Connection,
+    run_id: &RunId,
+    from: Seq,
+    limit: usize,
+) -> Result<Vec<RunEvent>, LogError> {
+    let doing = "reading events";
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT e.seq, e.ts, e.body FROM runs r JOIN events e ON e.run_key = r.run_key
+             WHERE r.run_id = ?1 AND e.seq >= ?2 ORDER BY e.seq LIMIT ?3",
+        )
+        .map_err(db(doing))?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt
+        .query_map(params![run_id.as_str(), from as i64, limit], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, String>(2)?,
+            ))
+        })
+        .map_err(db(doing))?;
+    let mut events = Vec::new();
+    for row in rows {
+        let (seq, ts, body) = row.map_err(db(doing))?;
+        let kind: EventKind = serde_json::from_str(&body).map_err(|error| LogError::Storage {
+            doing,
+            message: format!("event {seq} of run {run_id} is not valid JSON: {error}"),
+        })?;
+        events.push(RunEvent {
+            run_id: run_id.clone(),
+            seq: seq as Seq,
+            ts: ts as u64,
+            kind,
+        });
+    }
+    if events.is_empty() && find_run(conn, run_id)?.is_none() {
+        return Err(LogError::UnknownRun(run_id.clone()));
+    }
+    Ok(events)
+}
+
+/// Runs passing `filter`, newest first.
+pub(crate) fn list_runs(
+    conn: &Connection,
+    filter: &RunFilter,
+) -> Result<Vec<RunSummary>, LogError> {
+    let mut sql = format!("{SELECT_SUMMARY} WHERE 1 = 1");
+    let mut args: Vec<String> = Vec::new();
+    if !filter.states.is_empty() {
+        let marks = vec!["?"; filter.states.len()].join(", ");
+        sql.push_str(&format!(" AND r.state IN ({marks})"));
+        args.extend(filter.states.iter().map(|s| s.as_str().to_owned()));
+    }
+    for (column, value) in [("tool", &filter.tool), ("node", &filter.node)] {
+        if let Some(value) = value {
+            sql.push_str(&format!(" AND r.{column} = ?"));
+            args.push(value.clone());
+        }
+    }
+    sql.push_str(" ORDER BY r.created_ts DESC, r.run_id DESC");
+    if let Some(limit) = filter.limit {
+        sql.push_str(&format!(" LIMIT {limit}"));
+    }
+    let doing = "listing runs";
+    let mut stmt = conn.prepare(&sql).map_err(db(doing))?;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args), summary_from_row)
+        .map_err(db(doing))?;
+    rows.map(|row| row.map_err(db(doing))?).collect()
+}
+
+/// An artifact's description.
+pub(crate) fn artifact(
+    conn: &Connection,
+    run_id: &RunId,
+    name: &str,
+) -> Result<ArtifactRef, LogError> {
+    conn.query_row(
+        "SELECT a.mime, a.bytes, a.sha256 FROM runs r JOIN artifacts a ON a.run_key = r.run_key
+         WHERE r.run_id = ?1 AND a.name = ?2",
+        params![run_id.as_str(), name],
+        |row| {
+            Ok(ArtifactRef {
+                uri: ArtifactRef::uri_for(run_id, name),
+                name: name.to_owned(),
+                mime: row.get(0)?,
+                bytes: row.get::<_, i64>(1)? as u64,
+                sha256: row.get(2)?,
+            })
+        },
+    )
+    .optional()
+    .map_err(db("reading an artifact"))?
+    .ok_or_else(|| missing_artifact(conn, run_id, name))
+}
+
+/// Bytes `range` of an artifact, clamped to its size.
+pub(crate) fn artifact_bytes(
+    conn: &Connection,
+    run_id: &RunId,
+    name: &str,
+    range: Range<u64>,
+) -> Result<Vec<u8>, LogError> {
+    let doing = "reading an artifact";
+    let bytes: Option<i64> = conn
+        .query_row(
+            "SELECT a.bytes FROM runs r JOIN artifacts a ON a.run_key = r.run_key
+             WHERE r.run_id = ?1 AND a.name = ?2",
+            params![run_id.as_str(), name],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(db(doing))?;
+    let Some(bytes) = bytes else {
+        return Err(missing_artifact(conn, run_id, name));
+    };
+    let range = clamp_range(range, bytes as u64);
+    // substr() on a BLOB counts bytes, from 1.
+    conn.query_row(
+        "SELECT substr(a.data, ?3, ?4) FROM runs r JOIN artifacts a ON a.run_key = r.run_key
+         WHERE r.run_id = ?1 AND a.name = ?2",
+        params![
+            run_id.as_str(),
+            name,
+            range.start as i64 + 1,
+            range.len() as i64
+        ],
+        |row| row.get(0),
+    )
+    .map_err(db(doing))
+}
+
+/// A run's summary: its row, and the body of its `started` event when the
+/// row leaves the arguments to it (see the schema).
+const SELECT_SUMMARY: &str = "SELECT r.run_id, r.tool, r.node, r.state, r.next_seq,
+    r.created_ts, r.updated_ts, r.finished_ts, r.arguments, e.body
+    FROM runs r LEFT JOIN events e
+    ON r.arguments IS NULL AND e.run_key = r.run_key AND e.seq = 0";
+
+fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<RunSummary, LogError>> {
+    let run_id: String = row.get(0)?;
+    let state: String = row.get(3)?;
+    let arguments: Option<String> = row.get(8)?;
+    let started: Option<String> = row.get(9)?;
+    let decoded = RunId::parse(&run_id)
+        .map_err(|error| error.to_string())
+        .and_then(|run_id| Ok((run_id, state.parse::<RunState>()?)))
+        .and_then(|(run_id, state)| {
+            let arguments = match (arguments, started) {
+                (Some(arguments), _) => {
+                    serde_json::from_str(&arguments).map_err(|error| error.to_string())?
+                }
+                (None, Some(started)) => started_arguments(&started)?,
+                (None, None) => {
+                    return Err(format!(
+                        "run {run_id} keeps its arguments in its started event, which is missing"
+                    ));
+                }
+            };
+            Ok((run_id, state, arguments))
+        });
+    let (run_id, state, arguments) = match decoded {
+        Ok(decoded) => decoded,
+        Err(message) => {
+            return Ok(Err(LogError::Storage {
+                doing: "reading a run",
+                message,
+            }));
+        }
+    };
+    Ok(Ok(RunSummary {
+        run_id,
+        tool: row.get(1)?,
+        arguments,
+        node: row.get(2)?,
+        state,
+        events: row.get::<_, i64>(4)? as Seq,
+        created_ts: row.get::<_, i64>(5)? as u64,
+        updated_ts: row.get::<_, i64>(6)? as u64,
+        finished_ts: row.get::<_, Option<i64>>(7)?.map(|ts| ts as u64),
+    }))
+}
+
+/// The run's summary, if it exists.
+pub(crate) fn find_run(conn: &Connection, run_id: &RunId) -> Result<Option<RunSummary>, LogError> {
+    let doing = "reading a run";
+    let mut stmt = conn
+        .prepare_cached(&format!("{SELECT_SUMMARY} WHERE r.run_id = ?1"))
+        .map_err(db(doing))?;
+    stmt.query_row([run_id.as_str()], summary_from_row)
+        .optional()
+        .map_err(db(doing))?
+        .transpose()
+}
+
+/// The error for an artifact that is not there: its run may be missing too.
+fn missing_artifact(conn: &Connection, run_id: &RunId, name: &str) -> LogError {
+    match find_run(conn, run_id) {
+        Ok(Some(_)) => LogError::UnknownArtifact {
+            run_id: run_id.clone(),
+            name: name.to_owned(),
+        },
+        Ok(None) => LogError::UnknownRun(run_id.clone()),
+        Err(error) => error,
+    }
+}
+
+/// The arguments in the body of a `started` event.
+pub(crate) fn started_arguments(body: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str(body) {
+        Ok(EventKind::Started(started)) => Ok(started.arguments),
+        Ok(other) => Err(format!(
+            "the first event is `{}`, not `started`",
+            other.type_name()
+        )),
+        Err(error) => Err(format!("the started event is not valid JSON: {error}")),
+    }
+}

@@ -1,0 +1,160 @@
+//! The tables, their version, and the migrations from older versions.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+use weir_runtime::LogError;
+
+use crate::connection::db;
+use crate::queries::started_arguments;
+
+/// Bump when the schema changes; a newer file is refused, not misread, and
+/// an older one is migrated when opened.
+const SCHEMA_VERSION: i64 = 3;
+
+/// `runs.arguments` is NULL when the run's arguments are those of its
+/// `started` event (seq 0), which then keeps the only copy: a run's
+/// arguments, often its largest field, are written once. A pending run has
+/// no `started` event yet, so its row keeps them until it starts.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    run_key     INTEGER PRIMARY KEY,
+    run_id      TEXT NOT NULL UNIQUE,
+    tool        TEXT NOT NULL,
+    arguments   TEXT,
+    node        TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    next_seq    INTEGER NOT NULL,
+    created_ts  INTEGER NOT NULL,
+    updated_ts  INTEGER NOT NULL,
+    finished_ts INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_ts);
+CREATE INDEX IF NOT EXISTS runs_by_state ON runs (state);
+CREATE INDEX IF NOT EXISTS runs_by_finished ON runs (finished_ts) WHERE finished_ts IS NOT NULL;
+CREATE TABLE IF NOT EXISTS events (
+    run_key INTEGER NOT NULL,
+    seq     INTEGER NOT NULL,
+    ts      INTEGER NOT NULL,
+    body    TEXT NOT NULL,
+    PRIMARY KEY (run_key, seq)
+);
+CREATE TABLE IF NOT EXISTS artifacts (
+    run_key INTEGER NOT NULL,
+    name    TEXT NOT NULL,
+    mime    TEXT NOT NULL,
+    bytes   INTEGER NOT NULL,
+    sha256  TEXT NOT NULL,
+    data    BLOB NOT NULL,
+    UNIQUE (run_key, name)
+);
+";
+
+/// Brings the file at `path` (open as `conn`) to the current schema: creates
+/// it when empty, migrates it when older, refuses it when newer.
+pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), LogError> {
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(db("reading the schema version"))?;
+    if version > SCHEMA_VERSION {
+        return Err(LogError::Storage {
+            doing: "opening the event log",
+            message: format!(
+                "{} was written by a newer weir (schema {version}, this one knows {SCHEMA_VERSION}); upgrade weir or use another --data-dir",
+                path.display()
+            ),
+        });
+    }
+    if version == 1 {
+        migrate_from_1(conn).map_err(db("moving the events table to schema 2"))?;
+    }
+    if version == 1 || version == 2 {
+        migrate_from_2(conn).map_err(db("moving the runs table to schema 3"))?;
+    }
+    conn.execute_batch(SCHEMA)
+        .and_then(|()| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
+        .map_err(db("creating the schema"))
+}
+
+/// Moves a schema 1 log to schema 2 (the events table; its runs table is
+/// schema 2's). Schema 1 kept events in a `WITHOUT
+/// ROWID` table, whose rows live in the primary key's b-tree: a body over
+/// about 1 KB spilled into overflow pages, and streaming 1 KB items wrote
+/// each row three to four times over. Schema 2 keeps them in rowid order
+/// with a small index beside them. One transaction: if it is interrupted,
+/// schema 1 stays as it was.
+fn migrate_from_1(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch("ALTER TABLE events RENAME TO events_schema_1;")?;
+    tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(
+        "INSERT INTO events (run_key, seq, ts, body)
+             SELECT run_key, seq, ts, body FROM events_schema_1 ORDER BY run_key, seq;
+         DROP TABLE events_schema_1;
+         PRAGMA user_version = 2;",
+    )?;
+    tx.commit()
+}
+
+/// Moves a schema 2 log to schema 3. Schema 2 kept every run's arguments
+/// twice, in its row and in its `started` event; schema 3 keeps the row's
+/// copy only while it is the only one (see [`SCHEMA`]). SQLite cannot drop
+/// a `NOT NULL`, so the runs table is rebuilt, keeping every `run_key` (the
+/// events and artifacts refer to them). A row's copy goes only when it is
+/// byte for byte the text of its `started` event's arguments, as appends
+/// do. One transaction: if it is interrupted, schema 2 stays as it was.
+fn migrate_from_2(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(
+        "ALTER TABLE runs RENAME TO runs_schema_2;
+         DROP INDEX runs_by_created;
+         DROP INDEX runs_by_state;
+         DROP INDEX runs_by_finished;",
+    )?;
+    tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(
+        "INSERT INTO runs (run_key, run_id, tool, arguments, node, state, next_seq,
+                           created_ts, updated_ts, finished_ts)
+             SELECT run_key, run_id, tool, arguments, node, state, next_seq,
+                    created_ts, updated_ts, finished_ts FROM runs_schema_2;
+         DROP TABLE runs_schema_2;",
+    )?;
+    let duplicated: Vec<i64> = {
+        let mut started = tx.prepare(
+            "SELECT r.run_key, r.arguments, e.body FROM runs r
+             JOIN events e ON e.run_key = r.run_key AND e.seq = 0",
+        )?;
+        let rows = started.query_map([], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, Option<String>>(1)?,
+                row.get::<_, String>(2)?,
+            ))
+        })?;
+        let mut duplicated = Vec::new();
+        for row in rows {
+            let (run_key, arguments, body) = row?;
+            // Compared as text, as appends compare them (`Value`'s own `==`
+            // with a `String` asks whether the value is that JSON string). A
+            // body that does not parse keeps its row's copy: nothing is lost.
+            let same = match (arguments, started_arguments(&body)) {
+                (Some(row), Ok(started)) => {
+                    serde_json::to_string(&started).is_ok_and(|text| text == row)
+                }
+                _ => false,
+            };
+            if same {
+                duplicated.push(run_key);
+            }
+        }
+        duplicated
+    };
+    {
+        let mut forget = tx.prepare("UPDATE runs SET arguments = NULL WHERE run_key = ?1")?;
+        for run_key in duplicated {
+            forget.execute([run_key])?;
+        }
+    }
+    tx.execute_batch("PRAGMA user_version = 3;")?;
+    tx.commit()
+}

@@ -1,0 +1,194 @@
+//! The writer thread. It owns the one write connection and commits
+//! whatever is queued in one transaction (group commit), so many small
+//! appends cost one commit; each operation runs in a savepoint of its own,
+//! so one refused append does not sink its neighbours. Stored batches are
+//! published live only once their transaction has committed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, mpsc};
+
+use rusqlite::{Connection, Transaction};
+use tokio::sync::oneshot;
+use weir_core::{ArtifactRef, LogTail, RunId};
+use weir_runtime::LogError;
+use weir_runtime::log::{Batch, LiveHub, NewRun};
+
+use crate::connection::db;
+use crate::writes;
+
+/// Most events the writer puts in one transaction.
+const MAX_GROUP_EVENTS: usize = 4096;
+
+/// Where an operation's result goes.
+pub(crate) type Ack<T> = oneshot::Sender<Result<T, LogError>>;
+
+/// What the writer thread is asked to do.
+pub(crate) enum WriteOp {
+    CreateRun(NewRun, Ack<()>),
+    Append(Batch, Ack<()>),
+    PutArtifact {
+        run_id: RunId,
+        name: String,
+        mime: String,
+        data: Vec<u8>,
+        ack: Ack<ArtifactRef>,
+    },
+    DeleteFinishedBefore(u64, Ack<usize>),
+}
+
+/// The queue to the writer thread; the thread stops when it is dropped.
+pub(crate) struct Writer {
+    ops: mpsc::Sender<WriteOp>,
+}
+
+impl Writer {
+    /// Starts the writer thread on `conn`, publishing what it stores to `hub`.
+    pub(crate) fn start(conn: Connection, hub: Arc<LiveHub>) -> Result<Writer, LogError> {
+        let (ops, queue) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("weir-sqlite-writer".into())
+            .spawn(move || write_loop(conn, queue, &hub))
+            .map_err(|error| LogError::Storage {
+                doing: "starting the writer thread",
+                message: error.to_string(),
+            })?;
+        Ok(Writer { ops })
+    }
+
+    /// Queues `op` and waits until the transaction holding it has committed.
+    pub(crate) async fn write<T>(&self, op: impl FnOnce(Ack<T>) -> WriteOp) -> Result<T, LogError> {
+        let (ack, done) = oneshot::channel();
+        let stopped = || LogError::Storage {
+            doing: "writing",
+            message: "the writer thread has stopped".into(),
+        };
+        self.ops.send(op(ack)).map_err(|_| stopped())?;
+        done.await.map_err(|_| stopped())?
+    }
+}
+
+/// Sends an operation's result once the transaction holding it has committed
+/// (or failed to).
+type Reply = Box<dyn FnOnce(Option<&str>) + Send>;
+
+fn reply<T: Send + 'static>(ack: Ack<T>, result: Result<T, LogError>) -> Reply {
+    Box::new(move |commit_error| {
+        let result = match commit_error {
+            None => result,
+            Some(message) => Err(LogError::Storage {
+                doing: "committing",
+                message: message.to_owned(),
+            }),
+        };
+        // The caller may have stopped waiting; nothing to do then.
+        let _ = ack.send(result);
+    })
+}
+
+fn write_loop(mut conn: Connection, ops: mpsc::Receiver<WriteOp>, hub: &LiveHub) {
+    let mut tails = Tails::new();
+    while let Ok(first) = ops.recv() {
+        let mut group = vec![first];
+        let mut events = 0;
+        while events < MAX_GROUP_EVENTS {
+            match ops.try_recv() {
+                Ok(op) => {
+                    events += match &op {
+                        WriteOp::Append(batch, _) => batch.len(),
+                        _ => 1,
+                    };
+                    group.push(op);
+                }
+                Err(_) => break,
+            }
+        }
+        commit_group(&mut conn, &mut tails, hub, group);
+    }
+}
+
+/// Per open run: its key in `runs` and its tail. Dropped at the terminal event.
+pub(crate) type Tails = HashMap<RunId, (i64, LogTail)>;
+
+/// Applies `group` in one transaction, each operation in a savepoint of its
+/// own so one refused append does not sink its neighbours.
+fn commit_group(conn: &mut Connection, tails: &mut Tails, hub: &LiveHub, group: Vec<WriteOp>) {
+    let mut replies: Vec<Reply> = Vec::with_capacity(group.len());
+    let mut published: Vec<Batch> = Vec::new();
+    let committed = (|| {
+        let mut tx = conn.transaction()?;
+        for op in group {
+            replies.push(apply(&mut tx, tails, op, &mut published));
+        }
+        tx.commit()
+    })();
+    match committed {
+        Ok(()) => {
+            for batch in published {
+                hub.publish(batch);
+            }
+            for reply in replies {
+                reply(None);
+            }
+        }
+        Err(error) => {
+            // The cached tails may describe writes that were rolled back.
+            tails.clear();
+            let message = error.to_string();
+            for reply in replies {
+                reply(Some(&message));
+            }
+        }
+    }
+}
+
+fn apply(
+    tx: &mut Transaction<'_>,
+    tails: &mut Tails,
+    op: WriteOp,
+    published: &mut Vec<Batch>,
+) -> Reply {
+    match op {
+        WriteOp::CreateRun(run, ack) => reply(
+            ack,
+            in_savepoint(tx, |tx| writes::create_run(tx, &run).map(drop)),
+        ),
+        WriteOp::Append(events, ack) => {
+            let result = in_savepoint(tx, |tx| writes::append(tx, tails, events));
+            let result = result.map(|(run_id, tail, batch)| {
+                if tail.1.state.is_terminal() {
+                    tails.remove(&run_id);
+                } else {
+                    tails.insert(run_id, tail);
+                }
+                published.push(batch);
+            });
+            reply(ack, result)
+        }
+        WriteOp::PutArtifact {
+            run_id,
+            name,
+            mime,
+            data,
+            ack,
+        } => reply(
+            ack,
+            in_savepoint(tx, |tx| {
+                writes::put_artifact(tx, &run_id, &name, &mime, &data)
+            }),
+        ),
+        WriteOp::DeleteFinishedBefore(ts, ack) => reply(
+            ack,
+            in_savepoint(tx, |tx| writes::delete_finished_before(tx, ts)),
+        ),
+    }
+}
+
+fn in_savepoint<T>(
+    tx: &mut Transaction<'_>,
+    work: impl FnOnce(&Connection) -> Result<T, LogError>,
+) -> Result<T, LogError> {
+    let savepoint = tx.savepoint().map_err(db("opening a savepoint"))?;
+    let value = work(&savepoint)?; // dropping the savepoint rolls it back
+    savepoint.commit().map_err(db("releasing a savepoint"))?;
+    Ok(value)
+}

@@ -1,0 +1,93 @@
+//! The database file: shared by handles (as by processes), and its
+//! write-ahead log checkpointed off the writer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use weir_core::{Completed, Content, EventKind, Partial};
+use weir_runtime::EventLog;
+use weir_runtime::store_contract::support::{
+    body_event, check_log, events, follow, run_id, started,
+};
+use weir_store_sqlite::{SqliteLog, SqliteOptions};
+
+fn done() -> EventKind {
+    EventKind::Completed(Completed::default())
+}
+
+/// Two processes (here: two handles with separate hubs) on one SQLite file:
+/// a subscriber in one follows a run written by the other.
+#[tokio::test]
+async fn a_subscriber_follows_a_run_written_by_another_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let writer = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let reader: Arc<dyn EventLog> =
+        Arc::new(SqliteLog::open(&path, SqliteOptions::default()).unwrap());
+    let run = run_id("x");
+    writer
+        .append(events(&run, 0, vec![started("t")]).into())
+        .await
+        .unwrap();
+    let follower = {
+        let (reader, run) = (reader.clone(), run.clone());
+        tokio::spawn(async move { follow(&reader, &run, 0, None, Duration::ZERO).await })
+    };
+    for i in 1..20 {
+        writer
+            .append(events(&run, i, vec![body_event(i as u8, i)]).into())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+    writer
+        .append(events(&run, 20, vec![done()]).into())
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), follower)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.len(), 21);
+    check_log(&got);
+}
+
+/// Checkpoints happen off the writer thread: a few megabytes of appends end
+/// up in the database file itself, not only in its write-ahead log.
+#[tokio::test]
+async fn the_write_ahead_log_is_checkpointed_into_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let run = run_id("big");
+    log.append(events(&run, 0, vec![started("t")]).into())
+        .await
+        .unwrap();
+    let text = "x".repeat(2_000);
+    let mut seq = 1;
+    for _ in 0..40 {
+        let kinds = (0..100)
+            .map(|_| {
+                Partial {
+                    content: vec![Content::text(text.clone())],
+                    ..Partial::default()
+                }
+                .into()
+            })
+            .collect();
+        log.append(events(&run, seq, kinds).into()).await.unwrap();
+        seq += 100;
+    }
+    // 8 MB appended; SQLite's threshold is 1,000 pages (4 MB).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let size = || std::fs::metadata(&path).unwrap().len();
+    while size() < 4_000_000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "database file still {} bytes: nothing was checkpointed",
+            size()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(log.read(&run, 3_990, 100).await.unwrap().len(), 11);
+}

@@ -1,0 +1,276 @@
+//! The file's schema: a newer one is refused, an older one migrated, and a
+//! run's arguments written once.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use weir_core::{Completed, EventKind, Started};
+use weir_runtime::EventLog;
+use weir_runtime::log::{NewRun, RunFilter};
+use weir_runtime::store_contract::support::{body_event, events, run_id, started};
+use weir_store_sqlite::{SqliteLog, SqliteOptions};
+
+fn done() -> EventKind {
+    EventKind::Completed(Completed::default())
+}
+
+fn started_with(arguments: Value) -> EventKind {
+    EventKind::Started(Started {
+        tool: "t".into(),
+        arguments,
+        node: "test".into(),
+    })
+}
+
+fn registered(name: &str, arguments: Value) -> NewRun {
+    NewRun {
+        run_id: run_id(name),
+        tool: "t".into(),
+        arguments,
+        node: "test".into(),
+        ts: 10,
+    }
+}
+
+/// Runs in every way a run's arguments can reach the log: registered, then
+/// started with the same arguments (what the scheduler does); registered
+/// only (pending); started without being registered; registered, then
+/// started with other arguments (the registered ones are its arguments).
+async fn write_runs_of_every_kind(log: &SqliteLog) {
+    log.create_run(registered("scheduled", json!({"n": 1, "code": "print(1)"})))
+        .await
+        .unwrap();
+    let scheduled = vec![
+        started_with(json!({"n": 1, "code": "print(1)"})),
+        body_event(1, 1),
+        done(),
+    ];
+    log.append(events(&run_id("scheduled"), 0, scheduled).into())
+        .await
+        .unwrap();
+    log.create_run(registered("pending", json!({"n": 2})))
+        .await
+        .unwrap();
+    log.append(
+        events(
+            &run_id("appended"),
+            0,
+            vec![started_with(json!({"n": 3})), done()],
+        )
+        .into(),
+    )
+    .await
+    .unwrap();
+    log.create_run(registered("renamed", json!({"n": 4})))
+        .await
+        .unwrap();
+    log.append(events(&run_id("renamed"), 0, vec![started_with(json!({"n": 5}))]).into())
+        .await
+        .unwrap();
+}
+
+/// Each run's `runs.arguments`, by run id: `None` where the `started` event
+/// keeps the only copy.
+fn stored_arguments(path: &Path) -> Vec<(String, Option<String>)> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT run_id, arguments FROM runs ORDER BY run_id")
+        .unwrap();
+    stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn user_version(path: &Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap()
+}
+
+/// Puts the runs table back the way schemas 1 and 2 laid it out: every row
+/// with its arguments (`NOT NULL`), copied from `started` where the current
+/// schema left them there.
+fn runs_back_to_schema_2(path: &Path) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(
+            "ALTER TABLE runs RENAME TO runs_now;
+             DROP INDEX runs_by_created;
+             DROP INDEX runs_by_state;
+             DROP INDEX runs_by_finished;
+             CREATE TABLE runs (
+                 run_key INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE,
+                 tool TEXT NOT NULL, arguments TEXT NOT NULL, node TEXT NOT NULL,
+                 state TEXT NOT NULL, next_seq INTEGER NOT NULL,
+                 created_ts INTEGER NOT NULL, updated_ts INTEGER NOT NULL, finished_ts INTEGER);
+             CREATE INDEX runs_by_created ON runs (created_ts);
+             CREATE INDEX runs_by_state ON runs (state);
+             CREATE INDEX runs_by_finished ON runs (finished_ts) WHERE finished_ts IS NOT NULL;
+             INSERT INTO runs SELECT r.run_key, r.run_id, r.tool,
+                 coalesce(r.arguments,
+                     (SELECT e.body -> '$.arguments' FROM events e
+                      WHERE e.run_key = r.run_key AND e.seq = 0)),
+                 r.node, r.state, r.next_seq, r.created_ts, r.updated_ts, r.finished_ts
+             FROM runs_now r;
+             DROP TABLE runs_now;
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused_with_advice() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    drop(SqliteLog::open(&path, SqliteOptions::default()).unwrap());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    let error = SqliteLog::open(&path, SqliteOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("newer weir") && error.contains("--data-dir"),
+        "{error}"
+    );
+}
+
+/// A log written by schema 1 (events `WITHOUT ROWID`) opens with every
+/// event intact, on the current schema, and takes new appends.
+#[tokio::test]
+async fn a_schema_1_log_is_migrated_with_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let run = run_id("old");
+    let kinds = vec![started("t"), body_event(0, 1), body_event(1, 2)];
+    let written = events(&run, 0, kinds);
+    {
+        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+        log.append(written.clone().into()).await.unwrap();
+    }
+    // Put the file back the way schema 1 laid it out.
+    runs_back_to_schema_2(&path);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE events RENAME TO events_now;
+         CREATE TABLE events (run_key INTEGER NOT NULL, seq INTEGER NOT NULL,
+             ts INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_key, seq)) WITHOUT ROWID;
+         INSERT INTO events SELECT * FROM events_now;
+         DROP TABLE events_now;
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(log.read(&run, 0, 100).await.unwrap(), written);
+    log.append(events(&run, 3, vec![done()]).into())
+        .await
+        .unwrap();
+    assert_eq!(log.read(&run, 0, 100).await.unwrap().len(), 4);
+    drop(log);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    let without_rowid: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'events' AND sql LIKE '%WITHOUT ROWID%'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!((version, without_rowid), (3, 0));
+}
+
+/// A log written by schema 2 (every run's arguments in its row as well as in
+/// its `started` event) opens on the current schema with every summary as
+/// it was; the copies `started` holds are gone from the rows.
+#[tokio::test]
+async fn a_schema_2_log_is_migrated_with_every_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let (summaries, logs) = {
+        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+        write_runs_of_every_kind(&log).await;
+        let summaries = log.list_runs(&RunFilter::default()).await.unwrap();
+        let mut logs = Vec::new();
+        for summary in &summaries {
+            logs.push(log.read(&summary.run_id, 0, 100).await.unwrap());
+        }
+        (summaries, logs)
+    };
+    runs_back_to_schema_2(&path);
+    assert!(
+        stored_arguments(&path)
+            .iter()
+            .all(|(_, arguments)| arguments.is_some()),
+        "schema 2 keeps every run's arguments in its row"
+    );
+
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(
+        log.list_runs(&RunFilter::default()).await.unwrap(),
+        summaries
+    );
+    for (summary, events) in summaries.iter().zip(&logs) {
+        assert_eq!(&log.read(&summary.run_id, 0, 100).await.unwrap(), events);
+        assert_eq!(
+            log.get_run(&summary.run_id).await.unwrap().as_ref(),
+            Some(summary)
+        );
+    }
+    assert_eq!(user_version(&path), 3);
+    assert_eq!(
+        stored_arguments(&path),
+        [
+            ("appended".to_owned(), None),
+            ("pending".to_owned(), Some(r#"{"n":2}"#.to_owned())),
+            ("renamed".to_owned(), Some(r#"{"n":4}"#.to_owned())),
+            ("scheduled".to_owned(), None),
+        ]
+    );
+    // And the migrated file takes appends as a new one does.
+    log.append(events(&run_id("pending"), 0, vec![started_with(json!({"n": 2}))]).into())
+        .await
+        .unwrap();
+    let pending = log.get_run(&run_id("pending")).await.unwrap().unwrap();
+    assert_eq!(pending.arguments, json!({"n": 2}));
+    assert_eq!(stored_arguments(&path)[1], ("pending".to_owned(), None));
+}
+
+/// A run's arguments are written once: in its row while it is pending, in
+/// its `started` event once it has started with them. A run started with
+/// arguments other than those it was registered with keeps both, and its
+/// summary the registered ones.
+#[tokio::test]
+async fn a_runs_arguments_are_stored_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    write_runs_of_every_kind(&log).await;
+    assert_eq!(
+        stored_arguments(&path),
+        [
+            ("appended".to_owned(), None),
+            ("pending".to_owned(), Some(r#"{"n":2}"#.to_owned())),
+            ("renamed".to_owned(), Some(r#"{"n":4}"#.to_owned())),
+            ("scheduled".to_owned(), None),
+        ]
+    );
+    let arguments = |name: &'static str| {
+        let log = log.clone();
+        async move { log.get_run(&run_id(name)).await.unwrap().unwrap().arguments }
+    };
+    assert_eq!(
+        arguments("scheduled").await,
+        json!({"n": 1, "code": "print(1)"})
+    );
+    assert_eq!(arguments("pending").await, json!({"n": 2}));
+    assert_eq!(arguments("appended").await, json!({"n": 3}));
+    assert_eq!(arguments("renamed").await, json!({"n": 4}));
+}
