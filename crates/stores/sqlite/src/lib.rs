@@ -122,12 +122,7 @@ impl SqliteLog {
     /// Opens (creating if needed) the log at `path`, and its parent folder.
     pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<SqliteLog, LogError> {
         let path = path.as_ref().to_path_buf();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|error| LogError::Storage {
-                doing: "creating the data directory",
-                message: format!("{}: {error}", parent.display()),
-            })?;
-        }
+        connection::make_private(&path)?;
         let mut conn = connection::open(&path, options.durability)?;
         schema::prepare(&mut conn, &path)?;
         checkpoint::start(&mut conn, &path, options.durability)?;

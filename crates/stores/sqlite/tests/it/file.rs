@@ -91,3 +91,34 @@ async fn the_write_ahead_log_is_checkpointed_into_the_database() {
     }
     assert_eq!(log.read(&run, 3_990, 100).await.unwrap().len(), 11);
 }
+
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// The log holds every run's arguments, secrets included: its directory is
+/// created 0700, and the database with its WAL and shared-memory files is
+/// 0600 — also a file an older weir left readable to others.
+#[tokio::test]
+async fn the_log_and_its_directory_are_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let path = data.join("weir.db");
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    log.append(events(&run_id("secret"), 0, vec![started("t")]).into())
+        .await
+        .unwrap();
+    assert_eq!(mode(&data), 0o700);
+    for file in ["weir.db", "weir.db-wal", "weir.db-shm"] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+    drop(log);
+
+    let older = dir.path().join("older.db");
+    drop(SqliteLog::open(&older, SqliteOptions::default()).unwrap());
+    std::fs::set_permissions(&older, std::fs::Permissions::from_mode(0o644)).unwrap();
+    drop(SqliteLog::open(&older, SqliteOptions::default()).unwrap());
+    assert_eq!(mode(&older), 0o600);
+}
