@@ -42,6 +42,10 @@ pub(crate) async fn tail(
             return Ok(Outcome::from(state));
         }
     }
+    // Started past the end: the server said how the run ended.
+    if let Some(state) = events.ended() {
+        return Ok(Outcome::from(state));
+    }
     eprintln!(
         "weir: the stream of run {id} ended before the run did; run the command again to go on"
     );

@@ -10,7 +10,7 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header::{ACCEPT, AUTHORIZATION};
 use serde::Deserialize;
 use tokio::sync::mpsc;
-use weir_core::{RunEvent, Seq};
+use weir_core::{RunEvent, RunState, Seq};
 
 use crate::connection::{base_url, check_status, http_client, root_cause};
 use crate::error::ClientError;
@@ -26,14 +26,41 @@ const LONGEST_RECONNECT: Duration = Duration::from_millis(3200);
 
 /// A run's events, from a seq to its terminal event; see [`follow_run`].
 pub struct RunEvents {
-    events: mpsc::Receiver<Result<RunEvent, ClientError>>,
+    events: mpsc::Receiver<Item>,
     reader: tokio::task::JoinHandle<()>,
+    ended: Option<RunState>,
+}
+
+/// What the reader hands over.
+enum Item {
+    Event(Result<RunEvent, ClientError>),
+    /// The run had ended before the first seq asked for: no event will come.
+    Ended(RunState),
 }
 
 impl RunEvents {
-    /// The next event; `None` after the terminal event (or an error).
+    /// The next event; `None` after the terminal event (or an error), or at
+    /// once when the run ended before `from` (then see [`RunEvents::ended`]).
     pub async fn next(&mut self) -> Option<Result<RunEvent, ClientError>> {
-        self.events.recv().await
+        std::future::poll_fn(|cx| self.poll_item(cx)).await
+    }
+
+    /// How the run ended, when it had ended before the seq the stream was
+    /// to start from, so that no event, not even the terminal one, came.
+    pub fn ended(&self) -> Option<RunState> {
+        self.ended
+    }
+
+    fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<RunEvent, ClientError>>> {
+        match self.events.poll_recv(cx) {
+            Poll::Ready(Some(Item::Event(event))) => Poll::Ready(Some(event)),
+            Poll::Ready(Some(Item::Ended(state))) => {
+                self.ended = Some(state);
+                Poll::Ready(None)
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
@@ -41,7 +68,7 @@ impl Stream for RunEvents {
     type Item = Result<RunEvent, ClientError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.events.poll_recv(cx)
+        self.poll_item(cx)
     }
 }
 
@@ -58,10 +85,14 @@ pub fn follow_run(url: &str, token: Option<String>, run_id: &str, from: Seq) -> 
     let (sender, events) = mpsc::channel(256);
     let reader = tokio::spawn(async move {
         if let Err(error) = read(&endpoint, token.as_deref(), from, &sender).await {
-            let _ = sender.send(Err(error)).await;
+            let _ = sender.send(Item::Event(Err(error))).await;
         }
     });
-    RunEvents { events, reader }
+    RunEvents {
+        events,
+        reader,
+        ended: None,
+    }
 }
 
 /// An SSE `error` event that is not a run event: the server failed to read.
@@ -70,11 +101,18 @@ struct ReadFailure {
     message: String,
 }
 
+/// The SSE `end` event: the stream started past the end of a run that is
+/// over, so it ends with no run event at all.
+#[derive(Deserialize)]
+struct End {
+    state: RunState,
+}
+
 async fn read(
     endpoint: &str,
     token: Option<&str>,
     from: Seq,
-    sender: &mpsc::Sender<Result<RunEvent, ClientError>>,
+    sender: &mpsc::Sender<Item>,
 ) -> Result<(), ClientError> {
     let http = http_client()?;
     let mut next: Seq = from;
@@ -132,6 +170,16 @@ async fn read(
                 if event.event.as_deref() == Some("heartbeat") || event.data.is_empty() {
                     continue;
                 }
+                if event.event.as_deref() == Some("end") {
+                    let end = serde_json::from_str::<End>(&event.data).map_err(|error| {
+                        ClientError::Protocol(format!(
+                            "an end event that does not parse ({error}): {}",
+                            event.data.chars().take(200).collect::<String>()
+                        ))
+                    })?;
+                    let _ = sender.send(Item::Ended(end.state)).await;
+                    return Ok(());
+                }
                 let run_event = match serde_json::from_str::<RunEvent>(&event.data) {
                     Ok(run_event) => run_event,
                     Err(error) => {
@@ -152,10 +200,12 @@ async fn read(
                 if run_event.seq < next {
                     continue; // already delivered before a reconnect
                 }
-                next = run_event.seq + 1;
+                // No event can follow seq `u64::MAX`: it is the last one,
+                // whatever it is, rather than a wrap back to 0.
+                let last = run_event.kind.is_terminal() || run_event.seq == Seq::MAX;
+                next = run_event.seq.saturating_add(1);
                 failures = 0;
-                let terminal = run_event.kind.is_terminal();
-                if sender.send(Ok(run_event)).await.is_err() || terminal {
+                if sender.send(Item::Event(Ok(run_event))).await.is_err() || last {
                     return Ok(());
                 }
             }

@@ -79,8 +79,12 @@ impl Subscription {
                     self.source = Source::Store;
                     break;
                 }
-                self.next_seq += 1;
-                self.finished = event.kind.is_terminal();
+                // No event can follow seq `u64::MAX`: end rather than wrap.
+                match event.seq.checked_add(1) {
+                    Some(next) => self.next_seq = next,
+                    None => self.finished = true,
+                }
+                self.finished |= event.kind.is_terminal();
                 return Some(Ok(event));
             }
             if let Err(error) = self.refill().await {
@@ -106,7 +110,10 @@ impl Subscription {
         }
         if self.source == Source::Store {
             let page = self.log.read(&self.run_id, self.next_seq, PAGE).await?;
-            if !page.is_empty() {
+            // Only events at or past our position count: a store that ever
+            // answered a `from` with earlier events (a seq bound that wrapped)
+            // would otherwise be asked the same question forever.
+            if page.last().is_some_and(|event| event.seq >= self.next_seq) {
                 self.pending.extend(SharedEvent::all(page.into()));
                 return Ok(());
             }

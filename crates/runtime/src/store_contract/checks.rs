@@ -133,6 +133,28 @@ pub fn reads_page_through_a_log(stores: &impl StoreFactory) {
     });
 }
 
+/// A read or a subscription from a seq past the end of a log — up to the
+/// largest seq there is — finds nothing: positions never wrap (a store that
+/// turns 2^63 into a negative bound would return the whole log).
+pub fn reads_past_the_end_find_nothing(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
+        let run = run_id("far");
+        log.append(events(&run, 0, vec![started("t"), body_event(1, 1), done()]).into())
+            .await
+            .unwrap();
+        for from in [3, 1 << 32, (1 << 63) - 1, 1 << 63, u64::MAX - 1, u64::MAX] {
+            let page = log.read(&run, from, 10).await.unwrap();
+            assert!(page.is_empty(), "read from {from}: {page:?}");
+            let mut subscription = log.subscribe_from(&run, from);
+            let next = tokio::time::timeout(Duration::from_secs(5), subscription.next())
+                .await
+                .unwrap_or_else(|_| panic!("a subscription from {from} of a finished run hangs"));
+            assert!(next.is_none(), "subscription from {from}: {next:?}");
+        }
+    });
+}
+
 /// Runs are listed newest first, filtered by state, tool and node, and
 /// limited; a pending run keeps its arguments and a run id is taken once.
 pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {

@@ -83,6 +83,7 @@ macro_rules! store_contract_tests {
             @checks $stores;
             appends_that_break_the_log_are_refused_and_change_nothing,
             reads_page_through_a_log,
+            reads_past_the_end_find_nothing,
             runs_are_listed_newest_first_and_filtered,
             summaries_keep_the_arguments_a_run_was_given,
             artifacts_are_write_once_hashed_and_read_by_range,

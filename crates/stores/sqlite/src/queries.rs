@@ -26,8 +26,11 @@ pub(crate) fn events(
         )
         .map_err(db(doing))?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // Seqs are SQLite integers (i64). A `from` past i64::MAX is past every
+    // event a log can hold; cast, it would turn negative and match them all.
+    let from = i64::try_from(from).unwrap_or(i64::MAX);
     let rows = stmt
-        .query_map(params![run_id.as_str(), from as i64, limit], |row| {
+        .query_map(params![run_id.as_str(), from, limit], |row| {
             Ok((
                 row.get::<_, i64>(0)?,
                 row.get::<_, i64>(1)?,

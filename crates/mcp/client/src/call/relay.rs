@@ -36,14 +36,16 @@ impl Tokens {
 /// keeps partial results in `seq` order, each once.
 pub(super) struct Relay {
     tokens: Tokens,
-    next_partial: u64,
+    /// The newest partial's `seq` (none yet: `None`, so a seq of
+    /// `u64::MAX` is taken once and never wraps).
+    last_partial: Option<u64>,
 }
 
 impl Relay {
     pub(super) fn new(tokens: Tokens) -> Relay {
         Relay {
             tokens,
-            next_partial: 0,
+            last_partial: None,
         }
     }
 
@@ -61,10 +63,10 @@ impl Relay {
                 if let CallEvent::Partial { seq, .. } = &event {
                     // Seen already (a replay): skip. A gap is tolerated:
                     // delivery is best effort, the result is complete.
-                    if *seq < self.next_partial {
+                    if self.last_partial.is_some_and(|last| *seq <= last) {
                         return None;
                     }
-                    self.next_partial = seq + 1;
+                    self.last_partial = Some(*seq);
                 }
                 Some(event)
             }
