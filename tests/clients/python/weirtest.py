@@ -40,6 +40,81 @@ RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
 PARTIALS_META = {CLIENT_CAPABILITIES_KEY: {"partialResults": {}}, "partialResultToken": "weir-partials"}
 
 
+# `execute_code` on a Python program that prints LINES lines 200 ms apart, each stamped with
+# the time it was printed: what a host sees of a running program.
+LINES = 10
+PRINTER = (
+    "import time\n"
+    f"for i in range({LINES}):\n"
+    "    print(f'line {i} {time.time():.6f}', flush=True)\n"
+    "    time.sleep(0.2)\n"
+)
+EXEC_ARGS = {"language": "python", "code": PRINTER}
+LINE = re.compile(r"line (\d+) (\d+\.\d+)")
+# The issue's bar for a progress-only client: this many notifications before the result,
+# the first this soon after the program printed its first line.
+MIN_LINE_PROGRESS = 5
+FIRST_PROGRESS_S = 0.3
+
+
+def printed_lines(text: str) -> list[tuple[int, float]]:
+    """(line number, time printed) of every line of PRINTER's output found in `text`."""
+    return [(int(m[1]), float(m[2])) for m in LINE.finditer(text)]
+
+
+def check_line_progress(progress: list[tuple[float, dict[str, Any]]], output: str) -> dict[str, Any]:
+    """Checks what a client with only a progress token got from PRINTER: `progress` holds
+    (arrival time, params) of each progress notification that arrived before the result,
+    `output` the result's text. Returns the figures (count, first-progress latency)."""
+    printed = printed_lines(output)
+    assert [n for n, _ in printed] == list(range(LINES)), f"the result lacks the lines: {output!r}"
+    assert len(progress) >= MIN_LINE_PROGRESS, f"{len(progress)} progress notifications before the result: {progress}"
+    values = [params["progress"] for _, params in progress]
+    assert all(b > a for a, b in zip(values, values[1:])), f"progress not strictly increasing: {values}"
+    shown = [printed_lines(params.get("message", "")) for _, params in progress]
+    assert all(len(lines) == 1 for lines in shown), f"a message without one line of output: {progress}"
+    shown_lines = [lines[0][0] for lines in shown]
+    assert shown_lines == sorted(shown_lines), f"messages out of order: {shown_lines}"
+    first_s = progress[0][0] - printed[0][1]
+    assert first_s <= FIRST_PROGRESS_S, f"first progress {first_s * 1000:.0f} ms after the first line"
+    return {"progress": len(progress), "first_ms": round(first_s * 1000)}
+
+
+def check_line_partials(params: list[dict[str, Any]], token: str = "weir-partials") -> None:
+    """With partial results declared, PRINTER's partials are what they were before progress was
+    counted from them: one per line of stdout, dense from seq 0, the lines in order."""
+    assert [p["seq"] for p in params] == list(range(len(params))), "partial seqs not dense"
+    assert all(p["partialResultToken"] == token for p in params)
+    texts = [block["text"] for p in params for block in p["content"]]
+    assert len(texts) == LINES, f"{len(texts)} partials for {LINES} lines printed 200 ms apart"
+    assert [n for n, _ in printed_lines("".join(texts))] == list(range(LINES))
+    assert all(p.get("structuredContent", {}).get("group") == "stdout" for p in params)
+
+
+class WireLog:
+    """What the server sent, as it came out of the SDK's transport (see `tap`), with the
+    time each message arrived. Its `append` is the recorder `tap` calls."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[float, dict[str, Any]]] = []
+
+    def append(self, message: dict[str, Any]) -> None:
+        self.entries.append((time.time(), message))
+
+    def messages(self) -> list[dict[str, Any]]:
+        return [message for _, message in self.entries]
+
+    def progress_before_result(self) -> list[tuple[float, dict[str, Any]]]:
+        """(arrival, params) of the progress notifications before the first CallToolResult."""
+        progress = []
+        for at, message in self.entries:
+            if message.get("method") == PROGRESS_METHOD:
+                progress.append((at, message["params"]))
+            elif "content" in (message.get("result") or {}):
+                return progress
+        raise AssertionError("no CallToolResult arrived")
+
+
 def item_text(index: int, size: int = SIZE) -> str:
     """Item `index` of the `stream` fixture in text mode: `00000042:xxxx…`, `size` bytes."""
     head = f"{index:08}:"

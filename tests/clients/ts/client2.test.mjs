@@ -30,12 +30,15 @@ import { z } from 'zod';
 
 import {
     CLIENT_CAPABILITIES_KEY,
+    EXEC_ARGS,
     LONG_ARGS,
     PARTIAL_METHOD,
     PARTIAL_TOKEN,
     RELATED_TASK_KEY,
     STREAM_ARGS,
     checkFinal,
+    checkLinePartials,
+    checkLineProgress,
     checkPartials,
     checkProgress,
     droppedProgress,
@@ -242,6 +245,36 @@ for (const transport of ['stdio', 'http']) {
                 checkProgress([...progress, ...dropped]);
                 if (dropped.length) t.diagnostic(`the SDK dropped progress ${dropped} (read together with the response)`);
                 assert.equal(partials.length, 0);
+            });
+
+            test(`[${mode}] execute_code with only a progress token: the program's lines arrive as progress`, async t => {
+                const target = await openTarget(t, transport);
+                const client = await target.connect({ mode });
+                const progress = [];
+                const result = await client.callTool(
+                    { name: 'execute_code', arguments: EXEC_ARGS },
+                    { onprogress: ({ progress: value, message }) => progress.push({ at: Date.now(), progress: value, message }) }
+                );
+                const figures = checkLineProgress(progress, result);
+                t.diagnostic(`FIGURES ts-client2 ${mode} ${transport} progress-only ${JSON.stringify(figures)}`);
+            });
+
+            test(`[${mode}] execute_code with partials declared: the partials are as they always were`, async t => {
+                const target = await openTarget(t, transport);
+                const client = await target.connect({
+                    mode,
+                    capabilities: mode === 'legacy' ? { experimental: { partialResults: {} } } : {}
+                });
+                const partials = [];
+                client.setNotificationHandler(PARTIAL_METHOD, { params: PartialParams }, params => partials.push(params));
+                const _meta = { partialResultToken: PARTIAL_TOKEN };
+                if (mode === 'modern') _meta[CLIENT_CAPABILITIES_KEY] = { partialResults: {} };
+                const result = await client.callTool(
+                    { name: 'execute_code', arguments: EXEC_ARGS, _meta },
+                    { onprogress: () => {} }
+                );
+                assert.ok(!result.isError);
+                checkLinePartials(partials);
             });
 
             for (const quiet of [false, true]) {

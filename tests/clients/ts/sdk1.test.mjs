@@ -21,12 +21,15 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { z } from 'zod';
 
 import {
+    EXEC_ARGS,
     LONG_ARGS,
     PARTIAL_METHOD,
     PARTIAL_TOKEN,
     RELATED_TASK_KEY,
     STREAM_ARGS,
     checkFinal,
+    checkLinePartials,
+    checkLineProgress,
     checkPartials,
     checkProgress,
     droppedProgress,
@@ -145,6 +148,31 @@ for (const transport of ['stdio', 'http']) {
             checkProgress([...progress, ...dropped]);
             if (dropped.length) t.diagnostic(`the SDK dropped progress ${dropped} (read together with the response)`);
             assert.equal(partials.length, 0);
+        });
+
+        test('execute_code with only a progress token: the program\'s lines arrive as progress', async t => {
+            const target = await openTarget(t, transport);
+            const client = await target.connect();
+            const progress = [];
+            const result = await client.callTool({ name: 'execute_code', arguments: EXEC_ARGS }, CallToolResultSchema, {
+                onprogress: ({ progress: value, message }) => progress.push({ at: Date.now(), progress: value, message })
+            });
+            const figures = checkLineProgress(progress, result);
+            t.diagnostic(`FIGURES ts-sdk1 ${transport} progress-only ${JSON.stringify(figures)}`);
+        });
+
+        test('execute_code with partials declared: the partials are as they always were', async t => {
+            const target = await openTarget(t, transport);
+            const client = await target.connect({ capabilities: { experimental: { partialResults: {} } } });
+            const partials = [];
+            client.setNotificationHandler(PartialResultNotificationSchema, n => partials.push(n.params));
+            const result = await client.callTool(
+                { name: 'execute_code', arguments: EXEC_ARGS, _meta: { partialResultToken: PARTIAL_TOKEN } },
+                CallToolResultSchema,
+                { onprogress: () => {} }
+            );
+            assert.ok(!result.isError);
+            checkLinePartials(partials);
         });
 
         for (const quiet of [false, true]) {

@@ -5,10 +5,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use weir_core::{LogLevel, RunId};
 use weir_runtime::now_ms;
 
+use crate::delivery;
 use crate::protocol::{Era, Scope};
 
 /// A message a request produces, as JSON text (serialized by the request's
@@ -44,8 +45,17 @@ impl std::fmt::Display for EventId {
     }
 }
 
-/// Where a request's notifications go.
-pub(crate) type Outbound = mpsc::Sender<Outgoing>;
+/// Where a request's messages go: the client's delivery queue.
+pub(crate) type Outbound = delivery::Sender<Outgoing>;
+
+/// What the client's writer reads: see [`delivery::channel`].
+pub(crate) type Delivery = delivery::Receiver<Outgoing>;
+
+/// A delivery queue for one client (stdio) or response stream (HTTP),
+/// holding at most `bound` messages.
+pub(crate) fn outbound(bound: usize) -> (Outbound, Delivery) {
+    delivery::channel(bound)
+}
 
 /// What a client set up with `initialize` (session era), or a stand-in for
 /// one request (stateless era). Holds the calls that `notifications/cancelled`

@@ -250,10 +250,48 @@ pub(crate) fn json_len(value: &impl Serialize) -> usize {
     counter.0
 }
 
+/// The first `max` bytes (about) of `value` as compact JSON, without
+/// writing the rest: a one-line preview of a structured item that may be
+/// a megabyte long. A character cut at the end shows as U+FFFD.
+pub(crate) fn json_prefix(value: &Value, max: usize) -> String {
+    struct Prefix {
+        bytes: Vec<u8>,
+        max: usize,
+    }
+    impl io::Write for Prefix {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            let room = self.max - self.bytes.len();
+            self.bytes
+                .extend_from_slice(&bytes[..bytes.len().min(room)]);
+            if bytes.len() > room {
+                // Stops serde_json: the rest would be thrown away.
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut prefix = Prefix {
+        bytes: Vec::with_capacity(max.min(1024)),
+        max,
+    };
+    let _ = serde_json::to_writer(&mut prefix, value); // cut short on purpose
+    String::from_utf8_lossy(&prefix.bytes).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_json_prefix_stops_at_its_length() {
+        let item = json!(["a.rs", 3, "x".repeat(10_000)]);
+        assert_eq!(json_prefix(&item, 16), r#"["a.rs",3,"xxxxx"#);
+        assert_eq!(json_prefix(&json!([1, "é"]), 100), r#"[1,"é"]"#);
+    }
 
     #[test]
     fn content_blocks_take_mcp_field_names() {

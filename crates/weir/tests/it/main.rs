@@ -5,5 +5,6 @@
 
 mod call;
 mod cli;
+mod edges;
 mod exec;
 mod layering;

@@ -32,13 +32,17 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from weirtest import (
+    EXEC_ARGS,
     LONG_ARGS,
     PARTIAL_METHOD,
     PARTIALS_META,
     RELATED_TASK_KEY,
     STREAM_ARGS,
     HttpServer,
+    WireLog,
     check_final,
+    check_line_partials,
+    check_line_progress,
     check_partials,
     check_progress,
     run_state,
@@ -131,6 +135,35 @@ async def test_partials_declared_per_call(target: Target) -> None:
     # which did get the progress notifications.
     assert any(isinstance(getattr(m, "root", None), types.ProgressNotification) for m in handled)
     assert not [m for m in handled if "partial" in type(getattr(m, "root", m)).__name__.lower()]
+
+
+async def test_execute_code_lines_reach_a_progress_only_client(target: Target) -> None:
+    """Only a progress token, as most hosts send: the program's lines arrive as progress."""
+    wire = WireLog()
+    messages: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+
+    async with target.connect(recorder=wire) as session:
+        result = await session.call_tool("execute_code", EXEC_ARGS, progress_callback=on_progress)
+    assert not result.isError, texts_of(result)
+    figures = check_line_progress(wire.progress_before_result(), "".join(texts_of(result)))
+    assert messages == [params.get("message") for _, params in wire.progress_before_result()]
+    print(f"FIGURES mcp1 {target.transport} progress-only {figures}")
+
+
+async def test_execute_code_with_partials_declared_gets_its_partials(target: Target) -> None:
+    """The same call, with partial results declared: the partials are as they always were."""
+    wire = WireLog()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async with target.connect(recorder=wire) as session:
+        result = await session.call_tool("execute_code", EXEC_ARGS, progress_callback=on_progress, meta=PARTIALS_META)
+    assert not result.isError, texts_of(result)
+    check_line_partials([m["params"] for m in wire.messages() if m.get("method") == PARTIAL_METHOD])
 
 
 async def wait_for_state(session: ClientSession, run_id: str, timeout: float = 10.0) -> str:

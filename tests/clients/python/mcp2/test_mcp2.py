@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from weirtest import (
     CLIENT_CAPABILITIES_KEY,
     COUNT,
+    EXEC_ARGS,
     LONG_ARGS,
     PARTIAL_METHOD,
     PARTIALS_META,
@@ -52,7 +53,10 @@ from weirtest import (
     RELATED_TASK_KEY,
     STREAM_ARGS,
     HttpServer,
+    WireLog,
     check_final,
+    check_line_partials,
+    check_line_progress,
     check_partials,
     check_progress,
     run_state,
@@ -186,6 +190,43 @@ async def test_stream_progress_partials_and_final_result(target: Target, mode: s
         assert len(sent) == 1 and sent[0]["params"]["_meta"]["partialResultToken"] == "weir-partials"
         assert "partialResults" not in sent[0]["params"]["_meta"][CLIENT_CAPABILITIES_KEY]
         assert on_wire == [] and partials.received == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_execute_code_lines_reach_a_progress_only_client(target: Target, mode: str) -> None:
+    """Only a progress token, as most hosts send: the program's lines arrive as progress."""
+    wire = WireLog()
+    messages: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+
+    async with target.connect(mode, recorder=wire) as client:
+        result = await client.call_tool("execute_code", EXEC_ARGS, progress_callback=on_progress)
+        assert not result.is_error, texts_of(result)
+        on_wire = wire.progress_before_result()
+        # Each callback runs in a task of its own: let them finish.
+        with anyio.move_on_after(5):
+            while len(messages) < len(on_wire):
+                await anyio.sleep(0.01)
+    figures = check_line_progress(on_wire, "".join(texts_of(result)))
+    assert sorted(messages) == sorted(params.get("message") for _, params in on_wire)
+    print(f"FIGURES mcp2 {mode} {target.transport} progress-only {figures}")
+
+
+async def test_execute_code_with_partials_declared_gets_its_partials(target: Target) -> None:
+    """The same call, with partial results declared (legacy mode: 2026-07-28 cannot declare
+    them, see above): the partials are as they always were."""
+    wire = WireLog()
+    partials = PartialResults()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async with target.connect("legacy", recorder=wire, extensions=[partials]) as client:
+        result = await client.call_tool("execute_code", EXEC_ARGS, progress_callback=on_progress, meta=PARTIALS_META)
+        assert not result.is_error, texts_of(result)
+    check_line_partials([m["params"] for m in wire.messages() if m.get("method") == PARTIAL_METHOD])
 
 
 async def wait_for_state(client: Client, run_id: str, timeout: float = 10.0) -> str:

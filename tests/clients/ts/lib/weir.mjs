@@ -20,6 +20,69 @@ export const STREAM_ARGS = { count: COUNT, size: SIZE, interval_ms: 2, mode: 'te
 // A call long enough to cancel in the middle of (10,000 items, 2 ms apart: ~20 s).
 export const LONG_ARGS = { count: 10_000, size: 10, interval_ms: 2, mode: 'text' };
 
+// `execute_code` on a Python program that prints LINES lines 200 ms apart, each stamped with
+// the time it was printed: what a host sees of a running program.
+export const LINES = 10;
+export const PRINTER = [
+    'import time',
+    `for i in range(${LINES}):`,
+    "    print(f'line {i} {time.time():.6f}', flush=True)",
+    '    time.sleep(0.2)',
+    ''
+].join('\n');
+export const EXEC_ARGS = { language: 'python', code: PRINTER };
+// The issue's bar for a progress-only client: this many notifications before the result,
+// the first this soon after the program printed its first line.
+export const MIN_LINE_PROGRESS = 5;
+export const FIRST_PROGRESS_MS = 300;
+
+/** [line number, time printed (Unix s)] of every line of PRINTER's output in `text`. */
+export function printedLines(text) {
+    return [...text.matchAll(/line (\d+) (\d+\.\d+)/g)].map(m => [Number(m[1]), Number(m[2])]);
+}
+
+/**
+ * Checks what a client with only a progress token got from PRINTER: `progress` holds
+ * `{ at (Unix ms), progress, message }` for each progress notification that reached the
+ * client before the call resolved, `result` the CallToolResult. Returns the figures.
+ */
+export function checkLineProgress(progress, result) {
+    assert.ok(!result.isError, `tool error: ${JSON.stringify(result.content)}`);
+    const printed = printedLines(textsOf(result).join(''));
+    assert.deepEqual(
+        printed.map(([n]) => n),
+        Array.from({ length: LINES }, (_, i) => i),
+        'the result lacks the program\'s lines'
+    );
+    assert.ok(progress.length >= MIN_LINE_PROGRESS, `${progress.length} progress notifications before the result`);
+    for (let i = 1; i < progress.length; i++) {
+        assert.ok(progress[i].progress > progress[i - 1].progress, 'progress not strictly increasing');
+    }
+    const shown = progress.map(p => printedLines(p.message ?? ''));
+    assert.ok(shown.every(lines => lines.length === 1), `a message without one line of output: ${JSON.stringify(progress)}`);
+    const firstMs = progress[0].at - printed[0][1] * 1000;
+    assert.ok(firstMs <= FIRST_PROGRESS_MS, `first progress ${Math.round(firstMs)} ms after the first line`);
+    return { progress: progress.length, firstMs: Math.round(firstMs) };
+}
+
+/** With partial results declared, PRINTER's partials are what they were before progress was
+ * counted from them: one per line of stdout, dense from seq 0, the lines in order. */
+export function checkLinePartials(params, { token = PARTIAL_TOKEN } = {}) {
+    assert.deepEqual(
+        params.map(p => p.seq),
+        params.map((_, i) => i),
+        'partial seqs not dense'
+    );
+    assert.ok(params.every(p => p.partialResultToken === token));
+    const texts = params.flatMap(p => p.content.map(block => block.text));
+    assert.equal(texts.length, LINES, `${texts.length} partials for ${LINES} lines printed 200 ms apart`);
+    assert.deepEqual(
+        printedLines(texts.join('')).map(([n]) => n),
+        Array.from({ length: LINES }, (_, i) => i)
+    );
+    assert.ok(params.every(p => p.structuredContent?.group === 'stdout'));
+}
+
 export const PARTIAL_METHOD = 'notifications/tools/partial_result';
 export const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
 export const RELATED_TASK_KEY = 'io.modelcontextprotocol/related-task';

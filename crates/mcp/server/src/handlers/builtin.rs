@@ -99,6 +99,18 @@ fn tool_error(message: String) -> Value {
     json!({ "content": [{ "type": "text", "text": message }], "isError": true })
 }
 
+/// `arguments[name]`, which the input schema has checked is a non-negative
+/// integer, however JSON spelled it: `5`, `5.0`, `1e30`. One past `u64::MAX`
+/// reads as `u64::MAX` (`as` saturates), which is past the end of every run
+/// and every artifact: a position too large means "nothing there", never a
+/// wrap to the start.
+fn u64_arg(arguments: &Value, name: &str) -> Option<u64> {
+    let value = arguments.get(name)?;
+    value
+        .as_u64()
+        .or_else(|| value.as_f64().map(|float| float as u64))
+}
+
 fn run_id_arg(arguments: &Value) -> Result<RunId, String> {
     let text = arguments
         .get("run_id")
@@ -147,7 +159,10 @@ async fn answer(
                     .and_then(Value::as_str)
                     .map(str::to_owned),
                 node: None,
-                limit: Some(arguments.get("limit").and_then(Value::as_u64).unwrap_or(20) as usize),
+                limit: Some(
+                    usize::try_from(u64_arg(arguments, "limit").unwrap_or(20))
+                        .unwrap_or(usize::MAX),
+                ),
             };
             let runs = log.list_runs(&filter).await.map_err(internal)?;
             Ok(Ok(json!({ "runs": runs })))
@@ -185,17 +200,17 @@ async fn answer(
             match name {
                 "runs_get" => Ok(Ok(json!({ "run": run }))),
                 "runs_events" => {
-                    let from = arguments.get("from").and_then(Value::as_u64).unwrap_or(0);
-                    let limit = arguments
-                        .get("limit")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(100)
-                        .min(MAX_PAGE);
+                    let from = u64_arg(arguments, "from").unwrap_or(0);
+                    let limit = u64_arg(arguments, "limit").unwrap_or(100).min(MAX_PAGE);
                     let events = log
                         .read(&run_id, from, limit as usize)
                         .await
                         .map_err(internal)?;
-                    let next_seq = events.last().map_or(from, |event| event.seq + 1);
+                    // Only a seq of `u64::MAX` has no successor; no store
+                    // holds one, and saturating keeps `next_seq` past the end.
+                    let next_seq = events
+                        .last()
+                        .map_or(from, |event| event.seq.saturating_add(1));
                     let done = run.state.is_terminal() && next_seq >= run.events;
                     Ok(Ok(
                         json!({ "run_id": run_id, "state": run.state, "events": events, "next_seq": next_seq, "done": done }),
@@ -224,17 +239,15 @@ async fn answer(
                         Ok(artifact) => artifact,
                         Err(error) => return Ok(Err(error.to_string())),
                     };
-                    let offset = arguments.get("offset").and_then(Value::as_u64).unwrap_or(0);
-                    let length = arguments
-                        .get("length")
-                        .and_then(Value::as_u64)
+                    let offset = u64_arg(arguments, "offset").unwrap_or(0);
+                    let length = u64_arg(arguments, "length")
                         .unwrap_or(64 * 1024)
                         .min(MAX_ARTIFACT_PAGE);
                     let bytes = log
                         .read_artifact(&run_id, name, offset..offset.saturating_add(length))
                         .await
                         .map_err(internal)?;
-                    let next = offset + bytes.len() as u64;
+                    let next = offset.saturating_add(bytes.len() as u64);
                     let data = match String::from_utf8(bytes) {
                         Ok(text) => json!({ "text": text }),
                         Err(binary) => json!({ "base64": base64(binary.as_bytes()) }),

@@ -7,11 +7,12 @@
 use std::io;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
 
 use crate::server::McpServer;
-use crate::session::{Outgoing, Session};
+use crate::session::{Outgoing, Session, outbound};
 use crate::transport::era_of;
 use weir_mcp_wire::jsonrpc::{Incoming, RpcError, code, error_response};
 
@@ -71,7 +72,8 @@ pub async fn serve_lines(
     input: impl AsyncRead + Unpin,
     mut output: impl AsyncWrite + Unpin + Send + 'static,
 ) -> io::Result<()> {
-    let (outbound, mut outgoing) = mpsc::channel::<Outgoing>(1024);
+    // The client's delivery queue: progress coalesces in it, the rest waits.
+    let (outbound, mut outgoing) = outbound(1024);
     let writer = tokio::spawn(async move {
         // Everything queued goes out in one write: under load that is one
         // syscall (and one blocking-pool handoff for stdout) per batch.
@@ -94,25 +96,19 @@ pub async fn serve_lines(
     let mut line = Vec::new();
     loop {
         line.clear();
-        let read = (&mut input)
-            .take(max as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await?;
-        if read == 0 {
-            break; // stdin closed: the client is gone
-        }
-        if line.len() > max && !line.ends_with(b"\n") {
-            // Oversized: answer once, then skip the rest of the line.
-            let error = RpcError::new(
-                code::INVALID_REQUEST,
-                format!("message larger than {max} bytes; send smaller messages"),
-            );
-            let _ = outbound
-                .send(Outgoing::message(error_response(&Value::Null, &error)))
-                .await;
-            let mut rest = Vec::new();
-            input.read_until(b'\n', &mut rest).await?;
-            continue;
+        match read_line(&mut input, &mut line, max).await? {
+            Line::End => break, // stdin closed: the client is gone
+            Line::Message => {}
+            Line::Oversized => {
+                let error = RpcError::new(
+                    code::INVALID_REQUEST,
+                    format!("message larger than {max} bytes; send smaller messages"),
+                );
+                let _ = outbound
+                    .send(Outgoing::message(error_response(&Value::Null, &error)))
+                    .await;
+                continue;
+            }
         }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -151,4 +147,110 @@ pub async fn serve_lines(
     // for them once stdin is gone and what was produced has been written.
     let _ = tokio::time::timeout(std::time::Duration::from_millis(200), writer).await;
     Ok(())
+}
+
+/// What [`read_line`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Line {
+    /// A line of at most the limit (its newline, if any, included).
+    Message,
+    /// A line over the limit, now skipped up to and including its newline.
+    Oversized,
+    /// The input ended.
+    End,
+}
+
+/// Reads one line into `line`, holding at most `max` bytes plus a newline:
+/// a longer line is dropped as it arrives, up to its newline, so its size
+/// costs time, never memory.
+async fn read_line(
+    input: &mut (impl AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Line> {
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    let read = (&mut *input).take(limit).read_until(b'\n', line).await?;
+    if read == 0 {
+        return Ok(Line::End);
+    }
+    if line.len() <= max || line.ends_with(b"\n") {
+        return Ok(Line::Message);
+    }
+    // Over the limit: skip the rest of the line a buffer at a time.
+    line.clear();
+    loop {
+        let buffer = input.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(Line::Oversized); // the input ended inside the line
+        }
+        match buffer.iter().position(|&b| b == b'\n') {
+            Some(newline) => {
+                input.consume(newline + 1);
+                return Ok(Line::Oversized);
+            }
+            None => {
+                let all = buffer.len();
+                input.consume(all);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncWriteExt, BufReader};
+
+    use super::{Line, read_line};
+
+    /// Lines at, under and over the limit, in one stream.
+    #[tokio::test]
+    async fn lines_over_the_limit_are_skipped_whole() {
+        let mut input = Vec::new();
+        input.extend_from_slice(b"12345\n"); // at the limit
+        input.extend(std::iter::repeat_n(b'x', 100_000)); // far over it
+        input.extend_from_slice(b"\nabc\n123456\n"); // under, then one over
+        input.extend_from_slice(b"tail"); // no newline at the end
+        let mut reader = BufReader::with_capacity(64, input.as_slice());
+        let mut got = Vec::new();
+        loop {
+            let mut line = Vec::new();
+            let read = read_line(&mut reader, &mut line, 5).await.unwrap();
+            assert!(line.capacity() <= 64, "held {} bytes", line.capacity());
+            if read == Line::End {
+                break;
+            }
+            got.push((read, String::from_utf8(line).unwrap()));
+        }
+        let message = |text: &str| (Line::Message, text.to_owned());
+        let oversized = (Line::Oversized, String::new());
+        assert_eq!(
+            got,
+            [
+                message("12345\n"),
+                oversized.clone(),
+                message("abc\n"),
+                oversized,
+                message("tail"),
+            ]
+        );
+    }
+
+    /// A line over the limit that the input ends inside.
+    #[tokio::test]
+    async fn an_oversized_line_at_the_end_is_refused() {
+        let (mut writer, reader) = tokio::io::duplex(16);
+        let feed = tokio::spawn(async move {
+            for _ in 0..1000 {
+                writer.write_all(&[b'y'; 16]).await.unwrap();
+            }
+        });
+        let mut reader = BufReader::with_capacity(16, reader);
+        let mut line = Vec::new();
+        let read = read_line(&mut reader, &mut line, 10).await.unwrap();
+        assert_eq!(read, Line::Oversized);
+        feed.await.unwrap();
+        line.clear();
+        let read = read_line(&mut reader, &mut line, 10).await.unwrap();
+        assert_eq!(read, Line::End);
+    }
 }

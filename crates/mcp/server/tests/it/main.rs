@@ -2,6 +2,7 @@
 //! and HTTP (a real socket), driven message by message.
 
 mod http;
+mod progress;
 mod snapshots;
 mod stdio;
 mod support;

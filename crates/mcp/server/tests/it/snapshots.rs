@@ -782,6 +782,62 @@ async fn session_tools_call_with_partial_results() {
     .await;
 }
 
+/// Only a progress token: the first item is counted as progress (with its
+/// text as the message) until the tool reports progress of its own, which
+/// then is what the client gets; a value not above the last one sent is not
+/// sent (the fixture's own `1` after the counted `1`).
+#[tokio::test]
+async fn session_tools_call_with_only_a_progress_token() {
+    check(
+        Opening::Session(json!({})),
+        vec![Request(
+            "tools/call",
+            json!({"name": "stream", "arguments": {"count": 3, "size": 12, "interval_ms": 50}, "_meta": {"progressToken": "p1"}}),
+        )],
+        expect![[r#"
+            → {
+                "id": 1,
+                "jsonrpc": "2.0",
+                "method": "tools/call",
+                "params": {
+                  "_meta": {"progressToken": "p1"},
+                  "arguments": {"count": 3, "interval_ms": 50, "size": 12},
+                  "name": "stream"
+                }
+              }
+            ← {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"message": "00000000:xxx", "progress": 1.0, "progressToken": "p1", "total": 3.0}
+              }
+            ← {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progress": 2.0, "progressToken": "p1", "total": 3.0}
+              }
+            ← {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progress": 3.0, "progressToken": "p1", "total": 3.0}
+              }
+            ← {
+                "id": 1,
+                "jsonrpc": "2.0",
+                "result": {
+                  "content": [
+                    {"text": "00000000:xxx", "type": "text"},
+                    {"text": "00000001:xxx", "type": "text"},
+                    {"text": "00000002:xxx", "type": "text"},
+                    {"text": "streamed 3 items", "type": "text"}
+                  ],
+                  "structuredContent": {"count": 3}
+                }
+              }
+        "#]],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn session_tools_call_of_a_failing_tool() {
     check(

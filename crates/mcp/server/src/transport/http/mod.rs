@@ -6,6 +6,8 @@
 //! with SSE ids taken from the run log: `Last-Event-ID` resumes a dropped
 //! call stream from the log, also long after the event was sent.
 
+pub mod headers;
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -14,31 +16,38 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use weir_core::{EventKind, RunId, Seq};
+use weir_runtime::{EventLog, LogError, Subscription};
 
 use crate::follow::{FollowError, follow};
 use crate::protocol::Era;
 use crate::server::McpServer;
-use crate::session::{Outgoing, Session};
+use crate::session::{Delivery, Outgoing, Session, outbound};
 use crate::transport::era_of;
+use headers::{
+    bearer_token, parse_authority, parse_media_type, parse_origin, parse_seq, tokens_match,
+};
 use weir_mcp_wire::jsonrpc::{Incoming, RpcError, code, error_response};
 
 /// Security settings of the HTTP transport.
 #[derive(Clone, Debug, Default)]
 pub struct HttpOptions {
-    /// Origins allowed besides loopback ones (`http://localhost:*`,
-    /// `http://127.0.0.1:*`, `http://[::1]:*`), e.g. `https://app.example`.
+    /// Origins allowed besides loopback ones (`http(s)://localhost:*`,
+    /// `http(s)://127.0.0.0/8:*`, `http(s)://[::1]:*`), as
+    /// `scheme://host[:port]`, e.g. `https://app.example`; compared as
+    /// origins (case, default ports), not as text.
     pub allowed_origins: Vec<String>,
-    /// Host names allowed in `Host` besides loopback (for a non-loopback bind).
+    /// Hosts allowed in `Host` besides loopback (for a non-loopback bind):
+    /// `host` (any port) or `host:port`, e.g. `weir.internal:8765`.
     pub allowed_hosts: Vec<String>,
     /// When set, every request needs `Authorization: Bearer <token>`.
     pub token: Option<String>,
@@ -55,6 +64,7 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const SESSION_IDLE_MS: u64 = 60 * 60 * 1000;
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
+const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The axum router: `POST|GET|DELETE /mcp` and `GET /runs/{id}/events`.
 pub fn router(server: McpServer, options: HttpOptions) -> Router {
@@ -68,6 +78,7 @@ pub fn router(server: McpServer, options: HttpOptions) -> Router {
         .route("/mcp", get(get_mcp).post(post_mcp).delete(delete_mcp))
         .route("/runs/{run_id}/events", get(run_events))
         .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
 }
 
@@ -79,6 +90,7 @@ pub async fn serve_http(
     options: HttpOptions,
     on_bound: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
+    check_options(&options)?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
     // No Nagle: a lone small SSE event must not wait for the peer's delayed ACK.
@@ -86,6 +98,27 @@ pub async fn serve_http(
         let _ = stream.set_nodelay(true);
     });
     axum::serve(listener, router(server, options)).await
+}
+
+/// Refuses allowed hosts and origins that could never match a request, so a
+/// typo is found at start rather than as a 403 later.
+fn check_options(options: &HttpOptions) -> std::io::Result<()> {
+    let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, message);
+    for host in &options.allowed_hosts {
+        parse_authority(host.as_bytes()).map_err(|error| {
+            invalid(format!(
+                "allowed host {host:?} is not host[:port] ({error}); write e.g. example.com or example.com:8765"
+            ))
+        })?;
+    }
+    for origin in &options.allowed_origins {
+        parse_origin(origin.as_bytes()).map_err(|error| {
+            invalid(format!(
+                "allowed origin {origin:?} is not scheme://host[:port] ({error}); write e.g. https://app.example"
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 fn json_error(status: StatusCode, id: &Value, error: &RpcError) -> Response {
@@ -100,54 +133,107 @@ fn plain_error(status: StatusCode, message: &str) -> Response {
     )
 }
 
-fn is_loopback_host(host: &str) -> bool {
-    // Strip a port: "localhost:8080", "[::1]:80", "127.0.0.1".
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
-    };
-    matches!(name, "localhost" | "127.0.0.1" | "::1")
+/// Every route's gate: DNS-rebinding protection (`Host`, `Origin`) and the
+/// bearer token, checked before any handler runs (SECURITY.md, "The HTTP
+/// server").
+async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
+    match admit(&state.options, request.uri(), request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal,
+    }
 }
 
-/// DNS-rebinding protection and the bearer token; `Err` is the refusal.
-// A ready response as the error keeps handlers to one `?`-style early return;
-// its size does not matter on this path.
+/// `Ok` when the request may be served; `Err` is the refusal.
+// A ready response as the error keeps the gate to one early return; its size
+// does not matter on this path.
 #[allow(clippy::result_large_err)]
-fn guard(state: &HttpState, headers: &HeaderMap) -> Result<(), Response> {
-    let text = |name| {
-        headers
-            .get(name)
-            .and_then(|v: &HeaderValue| v.to_str().ok())
-    };
-    if let Some(host) = text(header::HOST.as_str())
-        && !is_loopback_host(host)
-        && !state
-            .options
-            .allowed_hosts
-            .iter()
-            .any(|allowed| allowed == host)
-    {
+fn admit(options: &HttpOptions, uri: &Uri, headers: &HeaderMap) -> Result<(), Response> {
+    // RFC 9112 §3.2: a request without a Host, with two, or with one that is
+    // not an authority is a bad request. An absolute-form target names a
+    // host too; both must pass.
+    let mut hosts: Vec<&[u8]> = headers
+        .get_all(header::HOST)
+        .iter()
+        .map(HeaderValue::as_bytes)
+        .collect();
+    if hosts.len() > 1 {
         return Err(plain_error(
-            StatusCode::FORBIDDEN,
-            &format!("host {host:?} is not allowed; start weir with --allow-host to permit it"),
+            StatusCode::BAD_REQUEST,
+            "more than one Host header: send exactly one",
         ));
     }
-    if let Some(origin) = text(header::ORIGIN.as_str()) {
-        let host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
-        let allowed =
-            is_loopback_host(host) || state.options.allowed_origins.iter().any(|o| o == origin);
+    hosts.extend(
+        uri.authority()
+            .map(|authority| authority.as_str().as_bytes()),
+    );
+    if hosts.is_empty() {
+        return Err(plain_error(
+            StatusCode::BAD_REQUEST,
+            "no Host header: send Host with the address you connect to",
+        ));
+    }
+    for value in hosts {
+        let host = parse_authority(value).map_err(|error| {
+            plain_error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "Host {:?} is not host[:port]: {error}; send the address you connect to",
+                    String::from_utf8_lossy(value)
+                ),
+            )
+        })?;
+        let allowed = host.host.is_loopback()
+            || options.allowed_hosts.iter().any(|allowed| {
+                parse_authority(allowed.as_bytes()).is_ok_and(|allowed| {
+                    allowed.host.same(&host.host)
+                        && allowed.port.is_none_or(|port| host.port == Some(port))
+                })
+            });
         if !allowed {
             return Err(plain_error(
                 StatusCode::FORBIDDEN,
                 &format!(
-                    "origin {origin:?} is not allowed; start weir with --allow-origin to permit it"
+                    "host {:?} is not allowed; start weir with --allow-host {} to permit it",
+                    String::from_utf8_lossy(value),
+                    host.host
                 ),
             ));
         }
     }
-    if let Some(token) = &state.options.token {
-        let expected = format!("Bearer {token}");
-        if text(header::AUTHORIZATION.as_str()) != Some(expected.as_str()) {
+    // Browsers send Origin on every cross-origin request (and on POSTs); a
+    // client that sends none is not a page that DNS rebinding could drive.
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    if let Some(value) = origins.next() {
+        let refused = |reason: String| {
+            plain_error(
+                StatusCode::FORBIDDEN,
+                &format!(
+                    "origin {:?} is not allowed: {reason}",
+                    String::from_utf8_lossy(value.as_bytes())
+                ),
+            )
+        };
+        if origins.next().is_some() {
+            return Err(refused("more than one Origin header".into()));
+        }
+        let origin = parse_origin(value.as_bytes()).map_err(|error| refused(error.to_string()))?;
+        let allowed = origin.is_loopback()
+            || options.allowed_origins.iter().any(|allowed| {
+                parse_origin(allowed.as_bytes()).is_ok_and(|allowed| allowed.same(&origin))
+            });
+        if !allowed {
+            return Err(refused(format!(
+                "start weir with --allow-origin {origin} to permit it"
+            )));
+        }
+    }
+    if let Some(token) = &options.token {
+        let mut values = headers.get_all(header::AUTHORIZATION).iter();
+        let presented = match (values.next(), values.next()) {
+            (Some(value), None) => bearer_token(value.as_bytes()),
+            _ => None,
+        };
+        if !presented.is_some_and(|presented| tokens_match(presented, token.as_bytes())) {
             let mut refusal = plain_error(
                 StatusCode::UNAUTHORIZED,
                 "missing or wrong bearer token: send Authorization: Bearer <token>",
@@ -192,17 +278,17 @@ async fn post_mcp(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(refusal) = guard(&state, &headers) {
-        return refusal;
-    }
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if !content_type.starts_with("application/json") {
+    // The whole media type, parameters included: `application/jsonx` is
+    // another type, and two Content-Type headers are no type at all.
+    let mut content_types = headers.get_all(header::CONTENT_TYPE).iter();
+    let json = match (content_types.next(), content_types.next()) {
+        (Some(value), None) => parse_media_type(value.as_bytes()).is_ok_and(|m| m.is_json()),
+        _ => false,
+    };
+    if !json {
         return plain_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Content-Type must be application/json",
+            "Content-Type must be application/json (charset utf-8, if one is named)",
         );
     }
     let message = match Incoming::parse(&body) {
@@ -251,7 +337,7 @@ async fn post_mcp(
                     params,
                 )
             } else {
-                let (sink, _drain) = mpsc::channel(16);
+                let (sink, _drain) = outbound(16);
                 match state
                     .server
                     .request(&session, era, &id, &method, params, &sink)
@@ -300,7 +386,7 @@ fn respond_streaming(
     method: String,
     params: Value,
 ) -> Response {
-    let (outbound, outgoing) = mpsc::channel::<Outgoing>(256);
+    let (outbound, outgoing) = outbound(256);
     tokio::spawn(async move {
         let reply = server
             .request(&session, era, &id, &method, params, &outbound)
@@ -315,7 +401,7 @@ fn respond_streaming(
 /// The request's messages as an SSE body. Whatever is queued goes out as
 /// one frame: under load that is one chunk (and one write) per batch rather
 /// than per message.
-fn sse_response(outgoing: mpsc::Receiver<Outgoing>) -> Response {
+fn sse_response(outgoing: Delivery) -> Response {
     let frames = futures_util::stream::unfold(outgoing, |mut outgoing| async move {
         let mut batch = Vec::new();
         if outgoing.recv_many(&mut batch, 256).await == 0 {
@@ -349,16 +435,21 @@ fn sse_response(outgoing: mpsc::Receiver<Outgoing>) -> Response {
 /// GET `/mcp`: with `Last-Event-ID` from a call stream, resumes it from the
 /// run log; weir sends nothing unsolicited, so there is no standalone stream.
 async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = guard(&state, &headers) {
-        return refusal;
-    }
-    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
-    let Some((run_id, seq)) = last.and_then(parse_event_id) else {
+    let Some(last) = headers.get(LAST_EVENT_ID) else {
         return (
             StatusCode::METHOD_NOT_ALLOWED,
             [(header::ALLOW, "POST, DELETE")],
         )
             .into_response();
+    };
+    let Some((run_id, seq)) = parse_event_id(last.as_bytes()) else {
+        return plain_error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "Last-Event-ID {:?} is not an event id of this server (RUN_ID.SEQ): send the id of the last event received",
+                String::from_utf8_lossy(last.as_bytes())
+            ),
+        );
     };
     let session = match session_of(&state, &headers) {
         Ok(session) => session,
@@ -370,7 +461,7 @@ async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Res
             "no call stream with that Last-Event-ID in this session",
         );
     };
-    let (outbound, outgoing) = mpsc::channel::<Outgoing>(256);
+    let (outbound, outgoing) = outbound(256);
     let server = state.server.clone();
     tokio::spawn(async move {
         let followed = follow(&server.state, &run_id, Some(seq), scope, &outbound, None).await;
@@ -385,15 +476,12 @@ async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Res
 }
 
 /// `{run_id}.{seq}`.
-fn parse_event_id(id: &str) -> Option<(RunId, Seq)> {
-    let (run, seq) = id.rsplit_once('.')?;
-    Some((RunId::parse(run).ok()?, seq.parse().ok()?))
+fn parse_event_id(id: &[u8]) -> Option<(RunId, Seq)> {
+    let (run, seq) = std::str::from_utf8(id).ok()?.rsplit_once('.')?;
+    Some((RunId::parse(run).ok()?, parse_seq(seq.as_bytes())?))
 }
 
 async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = guard(&state, &headers) {
-        return refusal;
-    }
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return plain_error(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header");
     };
@@ -408,16 +496,16 @@ struct FromQuery {
     from: Option<Seq>,
 }
 
-/// GET `/runs/{id}/events`: the run as plain SSE, for EventSource clients.
+/// GET `/runs/{id}/events`: the run as plain SSE, for EventSource clients,
+/// from `Last-Event-ID` + 1, else `?from=`, else 0. It ends after the run's
+/// terminal event (`done` or `error`); started past the end of a run that is
+/// over, it sends one `end` event, `{run_id, state, next_seq}`, instead.
 async fn run_events(
     State(state): State<Arc<HttpState>>,
     Path(run_id): Path<String>,
     Query(query): Query<FromQuery>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refusal) = guard(&state, &headers) {
-        return refusal;
-    }
     let Ok(run_id) = RunId::parse(&run_id) else {
         return plain_error(StatusCode::BAD_REQUEST, "invalid run id");
     };
@@ -432,33 +520,76 @@ async fn run_events(
         }
         Err(error) => return plain_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
     }
-    let resume = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|id| id.parse::<Seq>().ok())
-        .map(|seq| seq + 1);
+    let resume = match headers.get(LAST_EVENT_ID) {
+        None => None,
+        // The event after the one received. After `Seq::MAX` there is none:
+        // `Seq::MAX` is past the end of every run (stores hold seqs below
+        // 2^63), so the stream ends with the run rather than wrapping to 0.
+        Some(last) => match parse_seq(last.as_bytes()) {
+            Some(seq) => Some(seq.saturating_add(1)),
+            None => {
+                return plain_error(
+                    StatusCode::BAD_REQUEST,
+                    &format!(
+                        "Last-Event-ID {:?} is not a seq: send the id of the last event received (decimal digits), or leave it out and pass ?from=SEQ",
+                        String::from_utf8_lossy(last.as_bytes())
+                    ),
+                );
+            }
+        },
+    };
     let from = resume.or(query.from).unwrap_or(0);
     let subscription = log.subscribe_from(&run_id, from);
-    Sse::new(run_event_stream(subscription))
-        .keep_alive(
-            KeepAlive::new()
-                .interval(Duration::from_secs(15))
-                .event(Event::default().event("heartbeat").data("{}")),
-        )
-        .into_response()
+    Sse::new(run_event_stream(RunStream {
+        run_id,
+        log,
+        subscription,
+        closed: false,
+    }))
+    .keep_alive(
+        KeepAlive::new()
+            .interval(Duration::from_secs(15))
+            .event(Event::default().event("heartbeat").data("{}")),
+    )
+    .into_response()
 }
 
-fn run_event_stream(
-    subscription: weir_runtime::Subscription,
-) -> impl Stream<Item = Result<Event, Infallible>> {
-    futures_util::stream::unfold(subscription, |mut subscription| async move {
-        let event = match subscription.next().await? {
-            Ok(event) => event,
-            Err(error) => {
-                let data = json!({ "message": error.to_string() }).to_string();
-                return Some((Ok(Event::default().event("error").data(data)), subscription));
+/// One run's SSE stream: its events, then nothing once the client has been
+/// told the stream is over.
+struct RunStream {
+    run_id: RunId,
+    log: Arc<dyn EventLog>,
+    subscription: Subscription,
+    /// The last event sent ends the stream for the client: a terminal event,
+    /// a read failure, or `end`.
+    closed: bool,
+}
+
+fn run_event_stream(stream: RunStream) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures_util::stream::unfold(stream, |mut stream| async move {
+        if stream.closed {
+            return None;
+        }
+        stream.closed = true;
+        let event = match stream.subscription.next().await {
+            Some(Ok(event)) => event,
+            Some(Err(error)) => return Some((Ok(read_failure(&error)), stream)),
+            // Over with no terminal event sent: the stream started past the
+            // end of a run that has ended. Saying how it ended spares the
+            // client reconnecting to learn that nothing more will come.
+            None => {
+                let end = match stream.log.get_run(&stream.run_id).await {
+                    Ok(Some(run)) => Event::default().event("end").data(
+                        json!({ "run_id": run.run_id, "state": run.state, "next_seq": run.events })
+                            .to_string(),
+                    ),
+                    Ok(None) => read_failure(&LogError::UnknownRun(stream.run_id.clone())),
+                    Err(error) => read_failure(&error),
+                };
+                return Some((Ok(end), stream));
             }
         };
+        stream.closed = event.kind.is_terminal();
         let name = match &event.kind {
             EventKind::Started(_) | EventKind::Meta(_) => "meta",
             EventKind::Partial(_) => "chunk",
@@ -473,6 +604,12 @@ fn run_event_stream(
             .event(name)
             .id(event.seq.to_string())
             .data(serde_json::to_string(&*event).unwrap_or_default());
-        Some((Ok(sse), subscription))
+        Some((Ok(sse), stream))
     })
+}
+
+/// An `error` event that is not a run's: the store could not be read.
+fn read_failure(error: &LogError) -> Event {
+    let data = json!({ "message": error.to_string() }).to_string();
+    Event::default().event("error").data(data)
 }
