@@ -1,7 +1,7 @@
 //! Processes, as the kernel sees them: resource limits set between fork and
-//! exec, a child's output pipes read on threads of their own, process trees
-//! read from `/proc`, and signals to whole trees and to every process of a
-//! uid.
+//! exec, control groups that cap and kill a whole tree, a child's output
+//! pipes read on threads of their own, process trees read from `/proc`, and
+//! signals to whole trees and to every process of a uid.
 //!
 //! **For:** tool packs that run programs (exec today; the coding-agent
 //! drivers next) and must bound them, read what they write as they write
@@ -12,9 +12,10 @@
 //!
 //! | module | main items |
 //! |---|---|
-//! | limits | [`Wanted`], [`clamp`], [`limit_child`] (a new session, rlimits, death with the parent) |
+//! | limits | [`Wanted`], [`clamp`], [`limit_child`] (a new session, rlimits, death with the parent, cgroups and descriptors to take along: [`Handover`]) |
+//! | control groups | [`Cgroups`] (found at start: v2, else v1 per controller), [`Group`] (a run's: memory and pids caps, kill all, OOM kills) |
 //! | pipes | [`read_pipe`], [`Chunk`], [`READ_BYTES`] |
-//! | process trees | [`descendants`], [`pids_of`], [`group_alive`], [`tasks_of`] |
+//! | process trees | [`descendants`], [`pids_of`], [`group_alive`], [`tasks_of`], [`start_time`] |
 //! | signals | [`signal`], [`signal_group`], [`signal_uid`], [`signal_name`] |
 //!
 //! This crate holds the workspace's one `unsafe` block, the `pre_exec` hook
@@ -45,6 +46,7 @@
 //!         open_files: 64,
 //!         cpu_seconds: 10,
 //!     }),
+//!     weir_proc::Handover::default(),
 //! );
 //! let mut child = command.spawn().unwrap();
 //! drop(command); // its copy of the pipe's write end: the end needs it closed
@@ -67,14 +69,16 @@
 //! ```
 #![warn(missing_docs)]
 
+mod cgroup;
 mod limits;
 mod pipe;
 mod signal;
 mod tree;
 
-pub use limits::{Rlimits, Wanted, clamp, limit_child};
+pub use cgroup::{CgroupVersion, Cgroups, Group, GroupLimits};
+pub use limits::{Handover, Rlimits, Wanted, clamp, limit_child};
 pub use pipe::{Chunk, READ_BYTES, read_pipe};
 /// The signals this crate sends, so that its callers need not name rustix.
 pub use rustix::process::Signal;
 pub use signal::{signal, signal_group, signal_name, signal_uid};
-pub use tree::{descendants, group_alive, pids_of, tasks_of};
+pub use tree::{descendants, group_alive, pids_of, start_time, tasks_of};

@@ -1,5 +1,8 @@
 //! Resource limits, set in the child between fork and exec.
 
+use std::os::fd::OwnedFd;
+
+use rustix::io::FdFlags;
 use rustix::process::{Resource, Rlimit, Signal};
 
 /// Resource limits for a child, as (resource, soft, hard), already clamped
@@ -45,18 +48,44 @@ pub fn clamp(wanted: Wanted) -> Rlimits {
     ]
 }
 
+/// What a child takes with it between fork and exec, besides its limits.
+#[derive(Debug, Default)]
+pub struct Handover {
+    /// Open `cgroup.procs` files of the groups the child joins, one per
+    /// cgroup hierarchy (see [`Group::join`](crate::Group::join)). The child
+    /// writes itself into each before its program runs, so every process it
+    /// starts is born inside them: a process moved in after the spawn could
+    /// have forked already.
+    pub cgroups: Vec<OwnedFd>,
+    /// Descriptors the child keeps across exec, at their numbers. Open them
+    /// close-on-exec: only this child then inherits them, never another
+    /// spawned at the same moment.
+    pub keep: Vec<OwnedFd>,
+}
+
 /// Makes `command`'s child the leader of a new session (so of a new process
 /// group whose id is its pid), killed when the thread that spawned it dies,
-/// and bound by `limits`.
+/// a member of `handover`'s cgroups, holding its descriptors, and bound by
+/// `limits`.
 ///
-/// The one `unsafe` in weir: limits must be in place before the
+/// The one `unsafe` in weir: limits and cgroups must be in place before the
 /// child's program runs its first instruction, so they are set between fork
-/// and exec, which only `pre_exec` allows.
+/// and exec, which only `pre_exec` allows. The hook runs after the child
+/// took its uid: the cgroup files were opened by this process, and the
+/// kernel checks a write to them against the credentials of whoever opened
+/// them.
 #[allow(unsafe_code)]
-pub fn limit_child(command: &mut tokio::process::Command, limits: Rlimits) {
+pub fn limit_child(command: &mut tokio::process::Command, limits: Rlimits, handover: Handover) {
     let hook = move || -> std::io::Result<()> {
         rustix::process::setsid()?;
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        for procs in &handover.cgroups {
+            // "0" is the writer itself.
+            rustix::io::write(procs, b"0")?;
+        }
+        for fd in &handover.keep {
+            rustix::io::fcntl_setfd(fd, FdFlags::empty())?;
+        }
         for (resource, soft, hard) in limits {
             rustix::process::setrlimit(
                 resource,
@@ -69,11 +98,11 @@ pub fn limit_child(command: &mut tokio::process::Command, limits: Rlimits) {
         Ok(())
     };
     // SAFETY: the hook runs in the forked child before exec, where only
-    // async-signal-safe work is sound. It makes four kinds of raw system
-    // call (setsid, prctl, setrlimit; rustix's linux_raw backend, no libc
-    // state), reads only `limits`, a Copy array captured before the fork,
-    // allocates nothing (an error converts to io::Error from its raw errno)
-    // and takes no locks.
+    // async-signal-safe work is sound. It makes raw system calls (setsid,
+    // prctl, write, fcntl, setrlimit; rustix's linux_raw backend, no libc
+    // state), reads only what it owns (`limits`, a Copy array, and
+    // `handover`'s descriptors, opened before the fork), allocates nothing
+    // (an error converts to io::Error from its raw errno) and takes no locks.
     unsafe {
         command.pre_exec(hook);
     }

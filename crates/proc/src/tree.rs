@@ -34,6 +34,28 @@ fn all_processes() -> Vec<Proc> {
         .collect()
 }
 
+/// Whether `pid` exists and is not a zombie.
+pub(crate) fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().next());
+        !matches!(state, None | Some("Z" | "X"))
+    })
+}
+
+/// When `pid` started, in clock ticks after boot: with its pid, what tells
+/// a process from a later one that was given the same pid.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22; fields 3 onwards follow the command's closing parenthesis.
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
 /// The processes below `root`, with their depth (children are 1).
 pub fn descendants(root: i32) -> Vec<(i32, usize)> {
     let all = all_processes();
@@ -123,6 +145,14 @@ mod tests {
         assert_eq!(found[0].1, 1);
         signal(found[0].0, Signal::KILL);
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_process_has_a_start_time_and_a_missing_one_none() {
+        let own = start_time(std::process::id() as i32).unwrap();
+        assert!(own > 0);
+        assert_eq!(start_time(std::process::id() as i32), Some(own));
+        assert_eq!(start_time(i32::MAX), None);
     }
 
     #[test]

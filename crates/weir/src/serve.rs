@@ -38,7 +38,7 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
         Arc::new(EmptyCatalog)
     };
     let mut tools = Vec::new();
-    for pack in packs::enabled(&args).await? {
+    for pack in packs::enabled(&args, data_dir).await? {
         if let Some(warning) = pack.warning() {
             eprintln!("weir: warning: {warning}");
         }

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use weir_core::{FailureCode, RunError};
 
+use super::jail::refused_variable;
 use super::output::Encoding;
 
 /// Largest `code`, in bytes.
@@ -145,6 +146,11 @@ impl ExecuteArgs {
                     "env.{name}: names are letters, digits and '_' (not starting with a digit); values have no NUL"
                 )));
             }
+            if let Some(why) = refused_variable(name) {
+                return Err(invalid(format!(
+                    "env.{name} is refused: {why}. weir never passes loader or C-library variables to a program, whatever the sandbox mode; leave it out"
+                )));
+            }
         }
         if self.files.len() > MAX_FILES {
             return Err(invalid(format!("at most {MAX_FILES} files are accepted")));
@@ -219,11 +225,7 @@ pub(crate) fn execute_schema(
     json!({
         "type": "object",
         "properties": {
-            "language": {
-                "type": "string",
-                "enum": languages,
-                "description": "The language (see list_languages for what is installed here and the sandbox in use)."
-            },
+            "language": language_schema(languages),
             "code": {"type": "string", "maxLength": MAX_CODE_BYTES, "description": "The program's source."},
             "stdin": {"type": "string", "maxLength": MAX_STDIN_BYTES, "description": "Text for the program's standard input (closed after it); empty input when absent."},
             "args": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_ARGS, "description": "Command-line arguments for the program."},
@@ -237,7 +239,7 @@ pub(crate) fn execute_schema(
                 "type": "object",
                 "additionalProperties": {"type": "string"},
                 "maxProperties": MAX_ENV,
-                "description": "Environment variables for the program (string values), added to a minimal environment."
+                "description": "Environment variables for the program (string values), added to a minimal environment; they reach the program only. Variables that steer the dynamic loader or the C library before the program starts (LD_*, MALLOC_*, GLIBC_TUNABLES, GCONV_PATH, HOSTALIASES, LOCALDOMAIN, LOCPATH, NLSPATH, NIS_PATH, RESOLV_HOST_CONF, RES_OPTIONS, GETCONF_DIR, TZDIR) are refused."
             },
             "files": {
                 "type": "array",
@@ -265,6 +267,23 @@ pub(crate) fn execute_schema(
     })
 }
 
+/// The `language` argument: one of `languages`. With none available an
+/// empty `enum` would admit no value and read as a schema bug; the
+/// property then says why instead, and a call is refused with the reason.
+fn language_schema(languages: &[String]) -> Value {
+    if languages.is_empty() {
+        return json!({
+            "type": "string",
+            "description": "No language is available on this server (list_languages says why); every call is refused."
+        });
+    }
+    json!({
+        "type": "string",
+        "enum": languages,
+        "description": "The language (see list_languages for what is installed here and the sandbox in use)."
+    })
+}
+
 /// `execute_code`'s output schema.
 pub(crate) fn execute_output_schema() -> Value {
     json!({
@@ -284,7 +303,9 @@ pub(crate) fn execute_output_schema() -> Value {
             "output_limit_bytes": {"type": "integer"},
             "invalid_utf8": {"type": "boolean"},
             "output_encoding": {"type": "string"},
-            "sandbox": {"type": "string", "enum": ["bubblewrap", "none"]}
+            "sandbox": {"type": "string", "enum": ["bubblewrap", "none"]},
+            "memory_peak_bytes": {"type": ["integer", "null"], "description": "The most memory the run held at once; null where memory is not capped per run."},
+            "oom_kills": {"type": ["integer", "null"], "description": "Processes of the run the kernel killed because the run reached its memory cap; null where memory is not capped per run."}
         },
         "required": ["language", "exit_code", "signal", "timed_out", "duration_ms", "truncated", "sandbox"]
     })
@@ -295,7 +316,7 @@ pub(crate) fn validate_schema(languages: &[String]) -> Value {
     json!({
         "type": "object",
         "properties": {
-            "language": {"type": "string", "enum": languages},
+            "language": language_schema(languages),
             "code": {"type": "string", "maxLength": MAX_CODE_BYTES}
         },
         "required": ["language", "code"],
@@ -358,6 +379,8 @@ mod tests {
         assert!(with(json!({"timeout_s": 0})).contains("timeout_s"));
         assert!(with(json!({"timeout_s": 61})).contains("at most 60"));
         assert!(with(json!({"env": {"1X": "a"}})).contains("env.1X"));
+        let loader = with(json!({"env": {"LD_PRELOAD": "./x.so"}}));
+        assert!(loader.contains("env.LD_PRELOAD is refused"), "{loader}");
         assert!(with(json!({"output_encoding": "hex"})).contains("output_encoding"));
         assert!(with(json!({"surprise": 1})).contains("unknown field"));
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::jail::{Collected, Jail, Launch};
+use super::sandbox::Isolation;
 
 /// How to run and check one language.
 #[derive(Debug)]
@@ -193,6 +194,7 @@ pub(crate) async fn detect(jail: &Jail, path: Option<&std::ffi::OsStr>) -> Vec<L
 async fn find(jail: &Jail, spec: &'static Spec, dirs: &[PathBuf]) -> Result<Interpreter, String> {
     let mut seen = HashSet::new();
     let mut refused = Vec::new();
+    let mut untried = Vec::new();
     for executable in spec.executables {
         for dir in dirs {
             let candidate = dir.join(executable);
@@ -206,22 +208,44 @@ async fn find(jail: &Jail, spec: &'static Spec, dirs: &[PathBuf]) -> Result<Inte
                         version,
                     });
                 }
-                Err(why) => refused.push(format!("{}: {why}", candidate.display())),
+                Err(Probe::Failed(why)) => refused.push(format!("{}: {why}", candidate.display())),
+                Err(Probe::Setup(why)) => untried.push(format!("{}: {why}", candidate.display())),
             }
         }
     }
-    if refused.is_empty() {
+    let mut reasons = Vec::new();
+    if !refused.is_empty() {
+        let how = match jail.isolation() {
+            Isolation::Bubblewrap(_) => {
+                "found but did not run as runs run it (as the run user, in the sandbox, which shows only system directories)"
+            }
+            Isolation::None { .. } => "found but did not run as runs run it (as the run user)",
+        };
+        reasons.push(format!("{how}: {}", refused.join("; ")));
+    }
+    if !untried.is_empty() {
+        reasons.push(format!(
+            "found but could not be tried, because a run could not be set up: {}",
+            untried.join("; ")
+        ));
+    }
+    if reasons.is_empty() {
         Err(format!("no {} in PATH", spec.executables.join(" or ")))
     } else {
-        Err(format!(
-            "found but not runnable by the run user: {}",
-            refused.join("; ")
-        ))
+        Err(reasons.join("; "))
     }
 }
 
+/// Why an interpreter was passed over.
+enum Probe {
+    /// It ran and failed.
+    Failed(String),
+    /// A run could not be set up to try it: not the interpreter's fault.
+    Setup(String),
+}
+
 /// Runs the version command; returns the version it printed, if any.
-async fn probe(jail: &Jail, spec: &Spec, program: &Path) -> Result<Option<String>, String> {
+async fn probe(jail: &Jail, spec: &Spec, program: &Path) -> Result<Option<String>, Probe> {
     let launch = Launch {
         program: program.to_owned(),
         args: spec.version.iter().map(OsString::from).collect(),
@@ -231,13 +255,16 @@ async fn probe(jail: &Jail, spec: &Spec, program: &Path) -> Result<Option<String
     let Collected { status, output, .. } = jail
         .run_collected("probe", launch, &[], Duration::from_secs(10), 4096)
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(|error| Probe::Setup(error.to_string()))?;
     let text = String::from_utf8_lossy(&output);
     if status.success() {
         Ok(version_in(&text))
     } else {
         let first = text.lines().next().unwrap_or("").trim();
-        Err(format!("{}: {first}", super::jail::describe_status(status)))
+        Err(Probe::Failed(format!(
+            "{}: {first}",
+            super::jail::describe_status(status)
+        )))
     }
 }
 

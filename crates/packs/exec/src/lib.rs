@@ -8,24 +8,32 @@
 //! nothing at all. It depends on `weir-core`, `weir-runtime` and `weir-proc`,
 //! never on an MCP crate, a store or another pack.
 //!
-//! **What a run does.** The code goes into a fresh directory (with the
-//! caller's `files`), and the language's interpreter — found on this machine
-//! at start, never assumed — runs it there, with a minimal environment
-//! (nothing of the server's), an unbuffered stdout where the interpreter
-//! allows it, and these limits:
+//! **What a run does.** The code goes into a fresh working directory (with
+//! the caller's `files`), and the language's interpreter — found on this
+//! machine at start, never assumed — runs it there, with a minimal
+//! environment (nothing of the server's; the caller's `env` reaches the
+//! program and nothing else, and variables that steer the dynamic loader or
+//! the C library, `LD_PRELOAD` and its kin, are refused), an unbuffered
+//! stdout where the interpreter allows it, and these limits:
 //!
 //! | limit | how | default |
 //! |---|---|---|
 //! | wall clock | `timeout_s`: SIGTERM to every process of the run, SIGKILL after [`ExecConfig::kill_grace`] | 30 s (at most 10 min) |
 //! | output | shown up to [`ExecConfig::max_output_bytes`]; the rest is counted, not kept, after a notice | 16 MiB |
-//! | memory | `RLIMIT_DATA` per process | 512 MiB |
-//! | processes | `RLIMIT_NPROC` (per run when weir is root: see below) | 64 |
-//! | file size | `RLIMIT_FSIZE` per file; also the size of the sandbox's `/tmp` | 64 MiB |
+//! | memory of the run | a cgroup of its own (v2, or the v1 memory hierarchy on hybrid machines) where weir may create one; else not capped per run, and the pack says so | 1 GiB |
+//! | memory of a process | `RLIMIT_DATA` | 512 MiB |
+//! | processes | the run's pids cgroup; else `RLIMIT_NPROC` (per run when weir is root: see below) | 64 |
+//! | file size | `RLIMIT_FSIZE` per file | 64 MiB |
+//! | working directory | sandboxed: a tmpfs of its own of this size (not capped without the sandbox) | 256 MiB |
+//! | `/tmp`, `/dev/shm` | sandboxed: a tmpfs of its own each (the host's without the sandbox) | 64 MiB each |
 //! | CPU time | `RLIMIT_CPU`, only a backstop for the wall clock | — |
 //!
-//! The program leads a new session; when it ends, whatever it left running
-//! is killed, and so is everything when the run is cancelled (the runtime
-//! drops the run's future; the guard's `Drop` sends SIGKILL at once).
+//! `meta` and `list_languages` state each limit with what it applies to
+//! (`"per": "run"`, `"process"`, `"file"`, `"user"`, or `"none"` with
+//! `"why"`). The program leads a new session; when it ends, whatever it
+//! left running is killed, and so is everything when the run is cancelled
+//! (the runtime drops the run's future; the guard's `Drop` sends SIGKILL at
+//! once).
 //!
 //! **Output.** stdout and stderr become `partial` events with group
 //! `"stdout"` or `"stderr"`, each holding whole lines (as many as were read
@@ -42,26 +50,39 @@
 //! or `output_encoding: "base64"` sends the exact bytes. `meta` comes
 //! first: language, interpreter, version, the sandbox and the limits. The
 //! result's `structuredContent` has the exit code, signal, duration, byte
-//! counts and whether the output was truncated.
+//! counts, whether the output was truncated and, where memory is capped per
+//! run, the run's peak memory and how many of its processes the kernel
+//! killed at the cap.
 //!
 //! **Sandbox.** With [`SandboxMode::Auto`] (the default) the pack tries
 //! bubblewrap at start — it runs a real sandboxed command as the run user —
 //! and uses it when that works: new user, PID, network, IPC and UTS
 //! namespaces (so no network but loopback, and every process of the run dies
-//! with it), the root read-only, private `/tmp` and `/dev`, the run's
-//! directory the only writable place that outlives it. When it does not
-//! work, runs get limits only, and `meta`, `list_languages`, the tools'
-//! descriptions and [`ExecPack::unsandboxed_reason`] say so and why.
+//! with it); of the host, only system directories, read-only (so not the
+//! data directory, home directories, the host's temporary directories or
+//! other runs; [`ExecConfig::hidden`] paths are masked even inside those);
+//! private, sized `/tmp`, `/dev/shm` and working directory. bubblewrap
+//! itself runs with an empty environment. When it does not work, runs get
+//! limits only, and `meta`, `list_languages`, the tools' descriptions and
+//! [`ExecPack::unsandboxed_reason`] say so and why.
 //!
 //! **Users.** When weir runs as root, each run executes as a uid of its own
-//! from [`ExecConfig::run_uids`] (leased through lock files, so several
-//! servers on one machine never share one): root-only files stay
-//! unreadable, the process limit holds per run (the kernel does not apply
-//! it to root), and every process of the run — even one that left its
-//! session — is killed at the end with one `kill(-1)` from that uid.
+//! from [`ExecConfig::run_uids`] (leased through lock files in one directory
+//! for the whole machine, so several servers never share one): root-only
+//! files stay unreadable, the process limit holds per run (the kernel does
+//! not apply it to root), and every process of the run — even one that left
+//! its session — is killed at the end with one `kill(-1)` from that uid.
 //! Otherwise runs execute as weir's own user; then the process limit counts
-//! all that user's processes, and without the sandbox a process that leaves
-//! its session and parent can outlive the run.
+//! all that user's processes (unless a pids cgroup caps the run), and
+//! without the sandbox a process that leaves its session and parent can
+//! outlive the run (unless the run's cgroup holds it).
+//!
+//! **After a crash.** A sandboxed run's directory lives only in its mount
+//! namespace, so it ends with the run however weir ends. Without the
+//! sandbox run directories are on the host, in a directory of this server's
+//! own that it keeps locked; the next server to start removes the
+//! directories (and cgroups) of every server whose lock is free, and never
+//! a live server's.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -93,6 +114,9 @@
 #![warn(missing_docs)]
 
 mod args;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod jail;
 mod language;
 mod output;
@@ -111,9 +135,10 @@ use std::time::Duration;
 use weir_core::RunError;
 use weir_runtime::{Pack, Tool};
 
-use jail::{Jail, Limits, Users};
+use jail::{Base, Jail, Limits, Users};
 use language::Language;
 use sandbox::{Bubblewrap, Isolation};
+use weir_proc::Cgroups;
 
 /// Whether runs use the bubblewrap sandbox.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -171,20 +196,34 @@ pub struct ExecConfig {
     pub idle_flush: Duration,
     /// `RLIMIT_DATA` of each process.
     pub memory_bytes: u64,
+    /// Memory of a whole run: all its processes, and its files in the
+    /// sandbox's tmpfs, together. Needs a cgroup weir may create groups in;
+    /// without one, only [`ExecConfig::memory_bytes`] per process holds,
+    /// and the pack says so.
+    pub run_memory_bytes: u64,
     /// Most processes (threads count) of a run.
     pub max_processes: u64,
     /// `RLIMIT_FSIZE`: the largest file a run may write; also the size of
-    /// the sandbox's private `/tmp`.
+    /// the sandbox's private `/tmp` and `/dev/shm`.
     pub max_file_bytes: u64,
+    /// The size of a sandboxed run's working directory (a tmpfs, which
+    /// holds its `files` too).
+    pub workdir_bytes: u64,
     /// Most runs of each tool at once.
     pub max_concurrent: usize,
     /// When weir runs as root: the uids runs execute as, one per concurrent
     /// run. `None` runs them as root (not recommended: no process limit).
     pub run_uids: Option<Range<u32>>,
-    /// Where run directories (and the uid lease locks) go.
+    /// Where run directories go when runs are not sandboxed (in a
+    /// `weir-exec-<uid>` directory; when runs execute as uids of their own
+    /// and cannot pass through it, under `/var/tmp` or `/tmp` instead).
     pub work_dir: PathBuf,
     /// Where interpreters and bubblewrap are looked for (a `PATH` value).
     pub path: Option<OsString>,
+    /// Paths a sandboxed run must never see, such as the data directory and
+    /// configuration files. The sandbox shows only system directories; these
+    /// are masked when they lie inside one.
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Default for ExecConfig {
@@ -198,12 +237,15 @@ impl Default for ExecConfig {
             chunk_bytes: 16 * 1024,
             idle_flush: Duration::from_millis(50),
             memory_bytes: 512 << 20,
+            run_memory_bytes: 1 << 30,
             max_processes: 64,
             max_file_bytes: 64 << 20,
+            workdir_bytes: 256 << 20,
             max_concurrent: 8,
             run_uids: Some(1_900_000_000..1_900_000_256),
             work_dir: std::env::temp_dir(),
             path: std::env::var_os("PATH"),
+            hidden: Vec::new(),
         }
     }
 }
@@ -246,67 +288,97 @@ impl Pack for ExecPack {
         ]
     }
 
-    /// That programs run without a sandbox, and why, when they do.
+    /// What an operator must know at start: that programs run without a
+    /// sandbox, that memory or processes are not capped per run, that no
+    /// language is available — each with why.
     fn warning(&self) -> Option<String> {
-        self.unsandboxed_reason()
-            .map(|reason| format!("execute_code runs programs WITHOUT a sandbox: {reason}"))
+        let pack = &self.pack;
+        let mut said = Vec::new();
+        if let Some(reason) = self.unsandboxed_reason() {
+            said.push(format!(
+                "execute_code runs programs WITHOUT a sandbox: {reason}"
+            ));
+        }
+        // Memory capped only per process, or processes not at all (a
+        // per-user process cap is a cap, and `list_languages` says so).
+        let limits = pack.jail.describe_limits();
+        for (name, what) in [("run_memory", "memory"), ("processes", "processes")] {
+            if limits[name]["per"] == "none"
+                && let Some(why) = limits[name]["why"].as_str()
+            {
+                said.push(format!("execute_code does not cap {what} per run: {why}"));
+            }
+        }
+        if let Some(why) = pack.unavailable_reason() {
+            said.push(format!("execute_code can run no language: {why}"));
+        }
+        (!said.is_empty()).then(|| said.join("; "))
     }
 }
 
 impl ExecPack {
-    /// Finds bubblewrap (and tries it) and the interpreters, running each
-    /// as runs will run it. Takes a fraction of a second.
+    /// Finds bubblewrap and the cgroups runs may have (and tries them),
+    /// sweeps what servers that are gone left behind, then finds the
+    /// interpreters, running each as runs will run it. Takes a fraction of
+    /// a second.
     pub async fn detect(config: ExecConfig) -> Result<ExecPack, DetectError> {
+        let setup = |error: jail::JailError| DetectError::Setup(error.to_string());
         let limits = Limits {
             memory_bytes: config.memory_bytes,
+            run_memory_bytes: config.run_memory_bytes,
             processes: config.max_processes,
             file_bytes: config.max_file_bytes,
+            workdir_bytes: config.workdir_bytes,
             open_files: 1024,
         };
-        let users = || {
-            Users::new(
-                config.run_uids.clone(),
-                config.work_dir.join("weir-exec-uids"),
-            )
-            .map_err(|error| DetectError::Setup(error.to_string()))
-        };
-        let jail = |isolation| -> Result<Jail, DetectError> {
-            Ok(Jail::new(
-                isolation,
-                users()?,
-                config.work_dir.clone(),
-                limits,
-            ))
-        };
+        let leases = jail::lease_dir(config.work_dir.join("weir-exec-uids"));
+        let users = Users::new(config.run_uids.clone(), leases.clone()).map_err(setup)?;
+        let other_uids = matches!(users, Users::Pool { .. });
+        let base = Base::open(&config.work_dir, other_uids).map_err(setup)?;
+        let cgroups = Cgroups::find(base.name());
+        let mut hidden = config.hidden.clone();
+        hidden.extend([base.root().to_owned(), leases]);
         let path = config.path.as_deref();
-        let jail = match config.sandbox {
-            SandboxMode::Off => jail(Isolation::None {
+        let isolation = match config.sandbox {
+            SandboxMode::Off => Isolation::None {
                 reason: "the sandbox is turned off in the configuration (--exec-sandbox off)"
                     .into(),
-            })?,
+            },
             SandboxMode::Auto | SandboxMode::Require => {
-                let tried = match Bubblewrap::find(path).await {
-                    Ok(bwrap) => {
-                        let version = bwrap.version.clone();
-                        let sandboxed = jail(Isolation::Bubblewrap(bwrap))?;
-                        match try_sandbox(&sandboxed).await {
-                            Ok(()) => Ok(sandboxed),
-                            Err(why) => Err(format!(
-                                "bubblewrap {version} is installed but cannot create a sandbox here ({why}); user namespaces may be disabled (see kernel.unprivileged_userns_clone or the container's seccomp profile)"
-                            )),
-                        }
-                    }
-                    Err(why) => Err(why),
-                };
-                match (tried, config.sandbox) {
-                    (Ok(jail), _) => jail,
-                    (Err(why), SandboxMode::Require) => {
+                match Bubblewrap::find(path, &hidden).await {
+                    Ok(bwrap) => Isolation::Bubblewrap(bwrap),
+                    Err(why) if config.sandbox == SandboxMode::Require => {
                         return Err(DetectError::SandboxUnavailable(why));
                     }
-                    (Err(why), _) => jail(Isolation::None { reason: why })?,
+                    Err(why) => Isolation::None { reason: why },
                 }
             }
         };
+        let mut jail = Jail::new(isolation, users, base, cgroups, limits);
+        let swept = jail.sweep();
+        if swept > 0 {
+            tracing::info!(
+                swept,
+                "removed run directories and cgroups of servers that are gone"
+            );
+        }
+        if let Isolation::Bubblewrap(bwrap) = jail.isolation() {
+            let version = bwrap.version.clone();
+            if let Err(failure) = settle(&mut jail).await {
+                let why = failure.of_bubblewrap(&version);
+                if config.sandbox == SandboxMode::Require {
+                    return Err(DetectError::SandboxUnavailable(why));
+                }
+                jail.give_up_sandbox(why);
+            }
+        }
+        if matches!(jail.isolation(), Isolation::None { .. })
+            && let Err(failure) = settle(&mut jail).await
+        {
+            return Err(DetectError::Setup(format!(
+                "a trivial program could not be run as runs would run it: {failure}"
+            )));
+        }
         let languages = language::detect(&jail, path).await;
         Ok(ExecPack {
             pack: Arc::new(Shared {
@@ -336,8 +408,74 @@ impl ExecPack {
     }
 }
 
-/// Runs a trivial command in the sandbox, as a run would.
-async fn try_sandbox(jail: &Jail) -> Result<(), String> {
+/// Why a trivial program did not run.
+#[derive(Debug)]
+enum TryFailure {
+    /// It could not be set up or started.
+    Setup(jail::JailError),
+    /// It ran and failed: how, and what it said.
+    Failed(String),
+}
+
+impl std::fmt::Display for TryFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TryFailure::Setup(error) => error.fmt(f),
+            TryFailure::Failed(said) => f.write_str(said),
+        }
+    }
+}
+
+impl TryFailure {
+    /// Why bubblewrap `version` cannot be used, naming the cause: user
+    /// namespaces only when bubblewrap itself says a namespace failed.
+    fn of_bubblewrap(&self, version: &str) -> String {
+        match self {
+            TryFailure::Setup(error) => {
+                format!("bubblewrap {version} could not be started to try it: {error}")
+            }
+            TryFailure::Failed(said) if said.contains("namespace") || said.contains("uid map") => {
+                format!(
+                    "bubblewrap {version} is installed but cannot create a sandbox here ({said}); user namespaces may be disabled (see kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns or the container's seccomp profile)"
+                )
+            }
+            TryFailure::Failed(said) => {
+                format!("bubblewrap {version} is installed but its sandbox failed here: {said}")
+            }
+        }
+    }
+}
+
+/// Tries `jail` with a trivial program. When that fails and runs have
+/// cgroups, tries again without: if that works, the cgroups are the cause,
+/// and runs go without them (saying why); if not, the failure is someone
+/// else's, and the cgroups stay.
+async fn settle(jail: &mut Jail) -> Result<(), TryFailure> {
+    let Err(failure) = try_jail(jail).await else {
+        return Ok(());
+    };
+    if !jail.cgroups().in_use() {
+        return Err(failure);
+    }
+    let cgroups = jail.swap_cgroups(Cgroups::none("being tried without"));
+    match try_jail(jail).await {
+        Ok(()) => {
+            jail.swap_cgroups(cgroups);
+            jail.give_up_cgroups(&format!(
+                "a program could not be started in a cgroup of its own here ({failure})"
+            ));
+            Ok(())
+        }
+        Err(other) => {
+            jail.swap_cgroups(cgroups);
+            Err(other)
+        }
+    }
+}
+
+/// Runs a trivial program exactly as a run would: same user, cgroup,
+/// sandbox and limits.
+async fn try_jail(jail: &Jail) -> Result<(), TryFailure> {
     let launch = jail::Launch {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), "exit 0".into()],
@@ -345,18 +483,18 @@ async fn try_sandbox(jail: &Jail) -> Result<(), String> {
         stdin: None,
     };
     let collected = jail
-        .run_collected("sandbox-probe", launch, &[], Duration::from_secs(10), 4096)
+        .run_collected("probe", launch, &[], Duration::from_secs(10), 4096)
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(TryFailure::Setup)?;
     if collected.status.success() {
         Ok(())
     } else {
         let said = String::from_utf8_lossy(&collected.output);
-        Err(format!(
+        Err(TryFailure::Failed(format!(
             "{}: {}",
             jail::describe_status(collected.status),
             said.trim()
-        ))
+        )))
     }
 }
 
@@ -385,6 +523,19 @@ impl Shared {
                     .map(str::to_owned)
             })
             .collect()
+    }
+
+    /// Why no language is available, when none is: each one's reason.
+    fn unavailable_reason(&self) -> Option<String> {
+        let reasons: Vec<String> = self
+            .languages
+            .iter()
+            .map(|language| match &language.found {
+                Ok(_) => None,
+                Err(reason) => Some(format!("{}: {reason}", language.spec.name)),
+            })
+            .collect::<Option<_>>()?;
+        Some(reasons.join("; "))
     }
 
     /// `python 3.11.2, javascript 20.1.0, sh`.

@@ -12,7 +12,7 @@ use weir_runtime::{EmitError, RunContext};
 
 use super::Shared;
 use super::args::Execute;
-use super::jail::{Launch, Running};
+use super::jail::{Launch, MemoryReport, Running};
 use super::output::{Budget, Encoding, LineCutter, Stream, decode};
 use weir_proc::{Chunk, signal_name};
 
@@ -37,30 +37,26 @@ pub(crate) async fn execute(
         .with_remediation("call list_languages to see what is installed")
     })?;
     let jail = &pack.jail;
-    let cell = jail.cell(ctx.run_id().as_str()).map_err(setup_failed)?;
+    let mut cell = jail.cell(ctx.run_id().as_str()).map_err(setup_failed)?;
     cell.write(language.spec.file.as_ref(), call.code.as_bytes())
         .map_err(setup_failed)?;
     for (path, bytes) in &call.files {
         cell.write(path, bytes).map_err(setup_failed)?;
     }
-    let limits = jail.limits();
     let config = &pack.config;
+    let mut limits = jail.describe_limits();
+    limits["timeout_s"] = call.timeout.as_secs_f64().into();
+    limits["kill_grace_s"] = config.kill_grace.as_secs_f64().into();
+    limits["output_bytes"] = config.max_output_bytes.into();
     let info = json!({
         "language": language.spec.name,
         "interpreter": interpreter.path.display().to_string(),
         "version": interpreter.version,
         "sandbox": jail.isolation().describe(),
         "run_as": jail.users().describe(),
-        "workdir": cell.dir().display().to_string(),
+        "workdir": cell.workdir().display().to_string(),
         "output_encoding": match call.encoding { Encoding::Utf8 => "utf8", Encoding::Base64 => "base64" },
-        "limits": {
-            "timeout_s": call.timeout.as_secs_f64(),
-            "kill_grace_s": config.kill_grace.as_secs_f64(),
-            "output_bytes": config.max_output_bytes,
-            "memory_bytes": limits.memory_bytes,
-            "processes": limits.processes,
-            "file_bytes": limits.file_bytes,
-        },
+        "limits": limits,
     });
     ctx.emit(Meta {
         total: None,
@@ -112,6 +108,12 @@ pub(crate) async fn execute(
             report.stdout + report.stderr
         ));
     }
+    if let Some(kills @ 1..) = ended.memory.oom_kills {
+        summary.push_str(&format!(
+            "; the run reached its memory cap of {} MiB: the kernel killed {kills} of its processes",
+            jail.limits().run_memory_bytes >> 20
+        ));
+    }
     if ended.leftovers_killed {
         summary.push_str("; processes it left running were killed");
     }
@@ -134,6 +136,8 @@ pub(crate) async fn execute(
             "invalid_utf8": report.invalid_utf8,
             "output_encoding": match call.encoding { Encoding::Utf8 => "utf8", Encoding::Base64 => "base64" },
             "sandbox": sandbox,
+            "memory_peak_bytes": ended.memory.peak_bytes,
+            "oom_kills": ended.memory.oom_kills,
         })),
     })
 }
@@ -146,6 +150,7 @@ struct Ended {
     timed_out: bool,
     signals_sent: Vec<&'static str>,
     leftovers_killed: bool,
+    memory: MemoryReport,
 }
 
 /// Follows the program to its end: its output into `pump`, the deadline
@@ -257,7 +262,8 @@ async fn supervise(
         }
     }
     let (exit_code, signal) = running.outcome(status);
-    drop(running); // kills anything left and removes the directory
+    let memory = running.memory();
+    drop(running); // kills anything left, removes the directory and the cgroup
     Ok(Ended {
         at,
         exit_code,
@@ -265,6 +271,7 @@ async fn supervise(
         timed_out,
         signals_sent,
         leftovers_killed,
+        memory,
     })
 }
 

@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 use weir_runtime::Tool;
 
 use super::args::{self, ExecuteArgs, FileArg, ListArgs, ValidateArgs};
-use super::jail::{Jail, Limits, Users};
+use super::jail::{Base, Jail, Limits, Users};
 use super::language::{Interpreter, Language, SPECS};
 use super::sandbox::Isolation;
 use super::tools::{ExecuteCode, ListLanguages, ValidateCode};
@@ -31,8 +31,10 @@ use super::{ExecConfig, Shared};
 fn pack() -> Arc<Shared> {
     let limits = Limits {
         memory_bytes: 1 << 20,
+        run_memory_bytes: 1 << 20,
         processes: 1,
         file_bytes: 1 << 20,
+        workdir_bytes: 1 << 20,
         open_files: 16,
     };
     let jail = Jail::new(
@@ -40,7 +42,8 @@ fn pack() -> Arc<Shared> {
             reason: "a test".into(),
         },
         Users::Own { uid: 1000 },
-        std::env::temp_dir(),
+        Base::open(&std::env::temp_dir(), false).unwrap(),
+        weir_proc::Cgroups::none("a test"),
         limits,
     );
     let languages = SPECS

@@ -30,10 +30,20 @@ pub(crate) struct ListLanguages(pub(crate) Arc<Shared>);
 /// One sentence on the sandbox, for tool descriptions.
 fn sandbox_sentence(isolation: &Isolation) -> String {
     match isolation {
-        Isolation::Bubblewrap(_) => "Programs run in a bubblewrap sandbox: no network, a read-only filesystem, a private /tmp; the working directory is the only writable place.".into(),
+        Isolation::Bubblewrap(_) => "Programs run in a bubblewrap sandbox: no network; only system directories, read-only; a private /tmp and /dev/shm; the working directory is the run's own and the only writable place besides them.".into(),
         Isolation::None { reason } => format!(
             "NO SANDBOX on this server ({reason}): programs run with resource limits only and can use the network and the files their user can reach."
         ),
+    }
+}
+
+/// What can run here, for tool descriptions.
+fn languages_sentence(pack: &Shared) -> String {
+    match pack.unavailable_reason() {
+        Some(why) => {
+            format!("No language is available on this server ({why}): every call is refused.")
+        }
+        None => format!("Languages here: {}.", pack.available_summary()),
     }
 }
 
@@ -45,12 +55,11 @@ impl Tool for ExecuteCode {
         let mut info = ToolInfo::new(
             "execute_code",
             format!(
-                "Runs a program and streams its stdout and stderr line by line as it runs (partial results grouped \"stdout\"/\"stderr\"), then reports exit code, signal, duration and truncation. Languages here: {}. {} Limits: wall-clock timeout (then SIGTERM, then SIGKILL to every process of the run), {} bytes of output shown, {} MiB of memory per process, {} processes. Each run gets a fresh working directory, removed afterwards.",
-                pack.available_summary(),
+                "Runs a program and streams its stdout and stderr line by line as it runs (partial results grouped \"stdout\"/\"stderr\"), then reports exit code, signal, duration and truncation. {} {} Limits: wall-clock timeout (then SIGTERM, then SIGKILL to every process of the run), {} bytes of output shown, {}. Each run gets a fresh working directory, removed afterwards.",
+                languages_sentence(pack),
                 sandbox_sentence(pack.jail.isolation()),
                 config.max_output_bytes,
-                config.memory_bytes >> 20,
-                config.max_processes,
+                pack.jail.limits_sentence(),
             ),
             args::execute_schema(
                 &pack.accepted_names(),
@@ -91,7 +100,8 @@ impl Tool for ValidateCode {
         let mut info = ToolInfo::new(
             "validate_code",
             format!(
-                "Checks a program's syntax without running it (python: compile(); javascript: node --check; bash/sh: -n; ruby: -c; perl: -c, which runs BEGIN blocks). Runs with the same sandbox and limits as execute_code. {}",
+                "Checks a program's syntax without running it (python: compile(); javascript: node --check; bash/sh: -n; ruby: -c; perl: -c, which runs BEGIN blocks). Runs with the same sandbox and limits as execute_code. {} {}",
+                languages_sentence(pack),
                 sandbox_sentence(pack.jail.isolation())
             ),
             args::validate_schema(&pack.accepted_names()),
@@ -190,7 +200,7 @@ impl Tool for ListLanguages {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "list_languages",
-            "Lists the languages execute_code can run here (interpreters found at start, with versions), the sandbox in use (or why there is none) and the limits.",
+            "Lists the languages execute_code can run here (interpreters found at start, with versions, or why each is missing), the sandbox in use (or why there is none), and each limit with what it applies to (per run, per process, per file, or not at all, and why).",
             args::list_schema(),
         );
         info.output_schema = Some(json!({
@@ -199,6 +209,7 @@ impl Tool for ListLanguages {
                 "languages": {"type": "array", "items": {"type": "object"}},
                 "sandbox": {"type": "object"},
                 "run_as": {"type": "string"},
+                "workdir": {"type": "string"},
                 "limits": {"type": "object"}
             },
             "required": ["languages", "sandbox", "limits"]
@@ -230,7 +241,7 @@ impl Tool for ListLanguages {
         let _ = match pack.jail.isolation() {
             Isolation::Bubblewrap(bwrap) => writeln!(
                 text,
-                "sandbox: bubblewrap {} (no network, read-only root, private /tmp; the working directory is the only writable place)",
+                "sandbox: bubblewrap {} (no network; only system directories, read-only; private /tmp, /dev/shm and working directory)",
                 bwrap.version
             ),
             Isolation::None { reason } => writeln!(
@@ -238,24 +249,21 @@ impl Tool for ListLanguages {
                 "sandbox: NONE ({reason}); programs run with limits only"
             ),
         };
+        let _ = writeln!(text, "limits: {}", pack.jail.limits_sentence());
         let config = &pack.config;
-        let limits = pack.jail.limits();
+        let mut limits = pack.jail.describe_limits();
+        limits["default_timeout_s"] = config.default_timeout.as_secs_f64().into();
+        limits["max_timeout_s"] = config.max_timeout.as_secs_f64().into();
+        limits["kill_grace_s"] = config.kill_grace.as_secs_f64().into();
+        limits["output_bytes"] = config.max_output_bytes.into();
         Ok(Completed {
             content: vec![Content::text(text)],
             structured: Some(json!({
                 "languages": pack.languages.iter().map(|l| l.describe()).collect::<Vec<_>>(),
                 "sandbox": pack.jail.isolation().describe(),
                 "run_as": pack.jail.users().describe(),
-                "limits": {
-                    "default_timeout_s": config.default_timeout.as_secs_f64(),
-                    "max_timeout_s": config.max_timeout.as_secs_f64(),
-                    "kill_grace_s": config.kill_grace.as_secs_f64(),
-                    "output_bytes": config.max_output_bytes,
-                    "memory_bytes": limits.memory_bytes,
-                    "processes": limits.processes,
-                    "file_bytes": limits.file_bytes,
-                    "open_files": limits.open_files,
-                },
+                "workdir": pack.jail.describe_workdir(),
+                "limits": limits,
             })),
         })
     }

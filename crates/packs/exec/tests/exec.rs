@@ -337,23 +337,26 @@ async fn stdin_args_env_and_files_reach_the_program_in_a_fresh_directory() {
             lines[5]
         ]
     );
+    // Sandboxed, the working directory is the run's own tmpfs; without the
+    // sandbox, a directory of its own in this server's directory on the host.
     let dir = std::path::Path::new(lines[5]);
-    assert!(
-        dir.file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .starts_with("weir-exec-")
-    );
+    if pack.unsandboxed_reason().is_none() {
+        assert_eq!(dir, std::path::Path::new("/work"));
+    } else {
+        let server_dir = dir.parent().unwrap().file_name().unwrap();
+        assert!(server_dir.to_str().unwrap().starts_with("weir-exec-"));
+    }
     assert_eq!(
         lines[6], "[]",
         "nothing of the server's environment leaks in"
     );
-    assert!(
-        !dir.exists(),
-        "the run's directory is removed: {}",
-        dir.display()
-    );
+    if pack.unsandboxed_reason().is_some() {
+        assert!(
+            !dir.exists(),
+            "the run's directory is removed: {}",
+            dir.display()
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -465,7 +468,26 @@ async fn list_languages_says_what_is_here_and_which_sandbox() {
         "sandbox: {}",
         if mode == "none" { "NONE" } else { "bubblewrap" }
     )));
-    assert_eq!(run.result["limits"]["processes"], 64);
+    let limits = &run.result["limits"];
+    assert_eq!(limits["processes"]["count"], 64, "{limits}");
+    // Each limit says what it applies to, or that it does not, and why.
+    for (name, limit) in limits.as_object().unwrap() {
+        let Some(per) = limit.get("per") else {
+            continue; // the timeouts and the output cap: per run, by weir
+        };
+        assert!(
+            ["run", "process", "file", "user", "none"].contains(&per.as_str().unwrap()),
+            "{name}: {limit}"
+        );
+        if per == "none" {
+            assert!(
+                limit["why"].as_str().is_some_and(|why| !why.is_empty()),
+                "{name}: {limit}"
+            );
+        } else {
+            assert!(limit["how"].is_string(), "{name}: {limit}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

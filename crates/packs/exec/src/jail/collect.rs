@@ -27,7 +27,7 @@ impl Jail {
         timeout: Duration,
         max_bytes: usize,
     ) -> Result<Collected, JailError> {
-        let cell = self.cell(name)?;
+        let mut cell = self.cell(name)?;
         for (path, bytes) in files {
             cell.write(path, bytes)?;
         }

@@ -98,11 +98,14 @@ impl Running {
         }
     }
 
-    /// Kills every process of the run: SIGKILL to the process tree, its
-    /// process group and (with a uid of its own) every process of that uid.
-    /// In the sandbox, the death of bubblewrap ends its PID namespace and so
-    /// everything in it.
+    /// Kills every process of the run: SIGKILL to its cgroup, the process
+    /// tree, its process group and (with a uid of its own) every process of
+    /// that uid. In the sandbox, the death of bubblewrap ends its PID
+    /// namespace and so everything in it.
     pub(crate) fn kill(&self) {
+        if let Some(group) = self.cell.cgroup() {
+            group.kill();
+        }
         if !self.reaped {
             for (pid, _) in weir_proc::descendants(self.pid) {
                 weir_proc::signal(pid, Signal::KILL);
@@ -118,14 +121,26 @@ impl Running {
 
     /// Whether a process of the run is still alive (zombies, dead but not
     /// yet reaped by whoever inherited them, do not count): a member of its
-    /// process group, or a process of its uid.
+    /// cgroup or process group, or a process of its uid.
     pub(crate) fn leftovers(&self) -> bool {
-        weir_proc::group_alive(self.pid)
+        self.cell.cgroup().is_some_and(|group| !group.is_empty())
+            || weir_proc::group_alive(self.pid)
             || self
                 .cell
                 .user()
                 .dedicated()
                 .is_some_and(|uid| !weir_proc::pids_of(uid).is_empty())
+    }
+
+    /// How the run's memory went, when its cgroup caps it: the most it held
+    /// at once, and how many of its processes the kernel killed for
+    /// reaching the cap.
+    pub(crate) fn memory(&self) -> MemoryReport {
+        let group = self.cell.cgroup();
+        MemoryReport {
+            peak_bytes: group.and_then(|group| group.peak_memory()),
+            oom_kills: group.and_then(|group| group.oom_kills()),
+        }
     }
 
     /// What to call the program in an error, once its path is out of reach.
@@ -138,6 +153,14 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A run's memory, from its cgroup; `None` where memory is not capped per
+/// run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MemoryReport {
+    pub(crate) peak_bytes: Option<u64>,
+    pub(crate) oom_kills: Option<u64>,
 }
 
 /// `exit code 3`, `killed by SIGKILL`.

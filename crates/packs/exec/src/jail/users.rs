@@ -27,6 +27,8 @@ pub(crate) enum Users {
 
 impl Users {
     /// A uid per run from `range` when this process is root; else its own.
+    /// `locks` is where leases are taken: one directory for every server
+    /// of the machine (see [`lease_dir`]).
     pub(crate) fn new(
         range: Option<std::ops::Range<u32>>,
         locks: PathBuf,
@@ -35,7 +37,7 @@ impl Users {
         let Some(range) = range.filter(|range| uid == 0 && !range.is_empty()) else {
             return Ok(Users::Own { uid });
         };
-        let unusable = |message: String| JailError::LeaseDir {
+        let unusable = |message: String| JailError::Unusable {
             path: locks.clone(),
             message,
         };
@@ -121,6 +123,20 @@ impl Users {
                 "weir's own uid {uid}: the process limit counts all of that user's processes"
             ),
         }
+    }
+}
+
+/// Where root servers lease run uids: one directory for the whole machine,
+/// whatever each server's temporary directory, or two servers could lease
+/// the same uid — and each kills every process of a uid it leases. `/run`
+/// is root's, never private to a service, and emptied at boot, as leases
+/// should be; where it is missing or read-only (some containers), `fallback`.
+pub(crate) fn lease_dir(fallback: PathBuf) -> PathBuf {
+    let machine = PathBuf::from("/run/weir-exec-uids");
+    match std::fs::DirBuilder::new().mode(0o700).create(&machine) {
+        Ok(()) => machine,
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => machine,
+        Err(_) => fallback,
     }
 }
 
