@@ -108,6 +108,10 @@ pub enum EventKind {
     Artifact(ArtifactRef),
     /// A non-fatal problem.
     Warning(Warning),
+    /// The run waits for its caller to answer a question.
+    InputRequired(InputRequired),
+    /// The run stopped waiting for its caller's answer.
+    InputEnded(InputEnded),
     /// Terminal: the tool returned a result.
     Completed(Completed),
     /// Terminal: the tool failed, panicked, timed out or was interrupted.
@@ -135,6 +139,8 @@ impl EventKind {
             EventKind::Partial(_) => "partial",
             EventKind::Artifact(_) => "artifact",
             EventKind::Warning(_) => "warning",
+            EventKind::InputRequired(_) => "input_required",
+            EventKind::InputEnded(_) => "input_ended",
             EventKind::Completed(_) => "completed",
             EventKind::Failed(_) => "failed",
             EventKind::Canceled(_) => "canceled",
@@ -165,6 +171,40 @@ pub struct Meta {
     /// Anything else worth telling a watcher.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub info: Value,
+    /// What the run's partials count in when they are shown as progress
+    /// (to a client that asked for progress and not for partial results).
+    /// `None`: structured items count as items, text as lines.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "ProgressUnit::lenient"
+    )]
+    pub progress_unit: Option<ProgressUnit>,
+}
+
+/// What a run's partials count in, as progress: its `meta` says which
+/// ([`Meta::progress_unit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProgressUnit {
+    /// Each structured item, and each content block, is one.
+    Items,
+    /// Lines of text: each text block adds its lines; in a `group` (a
+    /// program's stdout, say) text that continues an unfinished line adds
+    /// no new one. Other blocks and structured items are one each.
+    Lines,
+    /// Bytes of text (UTF-8), and of other blocks and items as JSON.
+    Bytes,
+}
+
+impl ProgressUnit {
+    /// Reads a unit, and a unit this version does not know as none: a log
+    /// written by a newer weir stays readable (its partials are counted by
+    /// the default rule).
+    fn lenient<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ProgressUnit>, D::Error> {
+        let unit = Option::<Value>::deserialize(d)?;
+        Ok(unit.and_then(|unit| ProgressUnit::deserialize(unit).ok()))
+    }
 }
 
 /// Payload of `progress`.
@@ -319,6 +359,54 @@ pub struct Warning {
     pub message: String,
 }
 
+/// What a run asks its caller for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    /// A completion from the caller's model.
+    Sampling,
+    /// Structured input from the user.
+    Elicitation,
+}
+
+/// Payload of `input_required`: the run asked its caller a question and
+/// waits for the answer. The runtime writes it (a tool asks through
+/// `RunContext::ask`), one wait at a time, and ends each wait with
+/// `input_ended` or the terminal event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRequired {
+    /// What is asked for.
+    pub input: InputKind,
+    /// What the user is asked, for an elicitation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// How long the run waits for the answer, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+/// Payload of `input_ended`: the wait that the last `input_required` began
+/// is over.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputEnded {
+    /// How it ended.
+    pub outcome: InputOutcome,
+}
+
+/// How a wait for the caller's answer ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputOutcome {
+    /// The caller answered (declining a form is an answer too).
+    Answered,
+    /// The caller answered with an error, or cannot answer this kind of
+    /// question.
+    Refused,
+    /// No answer came within the question's time limit.
+    TimedOut,
+    /// The caller went away (ended its session) before answering.
+    Gone,
+}
+
 /// Payload of `completed`: the tool's final result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Completed {
@@ -416,7 +504,17 @@ macro_rules! into_kind {
     )*};
 }
 into_kind!(
-    Started, Meta, Progress, Log, Partial, Warning, Completed, Failed, Canceled
+    Started,
+    Meta,
+    Progress,
+    Log,
+    Partial,
+    Warning,
+    InputRequired,
+    InputEnded,
+    Completed,
+    Failed,
+    Canceled
 );
 
 impl ArtifactRef {
@@ -447,6 +545,7 @@ mod tests {
             r#"{"run_id":"a","seq":0,"ts":1,"type":"started","tool":"t","arguments":{"x":1},"node":"n"}"#,
         );
         roundtrip(r#"{"run_id":"a","seq":1,"ts":1,"type":"meta","total":5,"backends":["git"]}"#);
+        roundtrip(r#"{"run_id":"a","seq":1,"ts":1,"type":"meta","progress_unit":"bytes"}"#);
         roundtrip(
             r#"{"run_id":"a","seq":2,"ts":1,"type":"progress","progress":1.5,"total":3.0,"message":"m","phase":"p","eta_ms":9}"#,
         );
@@ -459,11 +558,31 @@ mod tests {
         roundtrip(
             r#"{"run_id":"a","seq":5,"ts":1,"type":"artifact","name":"out","uri":"weir://runs/a/artifacts/out","mime":"text/plain","bytes":3,"sha256":"ab"}"#,
         );
+        roundtrip(
+            r#"{"run_id":"a","seq":6,"ts":1,"type":"input_required","input":"elicitation","message":"m","timeout_ms":5}"#,
+        );
+        roundtrip(r#"{"run_id":"a","seq":7,"ts":1,"type":"input_ended","outcome":"timed_out"}"#);
         roundtrip(r#"{"run_id":"a","seq":6,"ts":1,"type":"completed","structured":{"ok":true}}"#);
         roundtrip(
             r#"{"run_id":"a","seq":6,"ts":1,"type":"failed","error":{"code":"timeout","message":"m","remediation":"r"}}"#,
         );
         roundtrip(r#"{"run_id":"a","seq":6,"ts":1,"type":"canceled","reason":"client"}"#);
+    }
+
+    /// A unit this version does not know (a newer writer's) reads as none,
+    /// and does not make the event unreadable.
+    #[test]
+    fn an_unknown_progress_unit_reads_as_none() {
+        let event: RunEvent = serde_json::from_str(
+            r#"{"run_id":"a","seq":1,"ts":1,"type":"meta","total":2,"progress_unit":"tokens"}"#,
+        )
+        .unwrap();
+        let EventKind::Meta(meta) = event.kind else {
+            panic!("{event:?}")
+        };
+        assert_eq!((meta.total, meta.progress_unit), (Some(2), None));
+        let lines: Meta = serde_json::from_str(r#"{"progress_unit":"lines"}"#).unwrap();
+        assert_eq!(lines.progress_unit, Some(ProgressUnit::Lines));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! the run-state reducer ([`RunState::apply`], [`LogTail`]), the exactly-once
 //! completion guard ([`CompletionGuard`]), the chunker that cuts item streams
 //! into `partial` events ([`Chunker`]) and the monotonic progress helper
-//! ([`ProgressTracker`]), and argument checks against a tool's input schema
+//! ([`ProgressTracker`], which also turns a [`Milestone`] into a progress
+//! report with an estimate of the time left), and argument checks against a tool's input schema
 //! ([`check_arguments`]). Time helpers format timestamps ([`iso8601`]).
 //!
 //! **Not for:** IO of any kind. This crate has no async runtime, no database
@@ -35,11 +36,12 @@ mod time;
 
 pub use chunker::{Chunk, ChunkLimits, Chunker};
 pub use event::{
-    ArtifactRef, Canceled, Completed, Content, EventKind, Failed, FailureCode, InvalidRunId, Log,
-    LogLevel, LogStream, Meta, Partial, Progress, RunError, RunEvent, RunId, Seq, Started, Warning,
+    ArtifactRef, Canceled, Completed, Content, EventKind, Failed, FailureCode, InputEnded,
+    InputKind, InputOutcome, InputRequired, InvalidRunId, Log, LogLevel, LogStream, Meta, Partial,
+    Progress, ProgressUnit, RunError, RunEvent, RunId, Seq, Started, Warning,
 };
 pub use guard::{AlreadyTerminated, CompletionGuard};
-pub use progress::ProgressTracker;
+pub use progress::{Milestone, ProgressTracker};
 pub use schema::check_arguments;
 pub use state::{LogTail, RunState, Violation};
 pub use time::{human_duration, iso8601, utc_display};

@@ -13,6 +13,9 @@ pub enum RunState {
     Pending,
     /// `started` has been written; no terminal event yet.
     Working,
+    /// Working, and waiting for its caller to answer a question: after an
+    /// `input_required` event, until `input_ended` or the terminal event.
+    InputRequired,
     /// Ended with `completed`.
     Completed,
     /// Ended with `failed`.
@@ -47,6 +50,16 @@ pub enum Violation {
         expected: Seq,
         /// The seq that arrived.
         got: Seq,
+    },
+    /// A wait for input begins only while working, and ends only a wait.
+    #[error(
+        "`{got}` cannot come while the run is {state}: a run waits for one answer at a time, `input_required` then `input_ended`"
+    )]
+    InputOutOfTurn {
+        /// The offending event type.
+        got: &'static str,
+        /// The state before it.
+        state: RunState,
     },
     /// An append mixed events of several runs.
     #[error("event for run {got} appended to run {expected}")]
@@ -86,6 +99,11 @@ impl RunState {
             (_, EventKind::Completed(_)) => Ok(RunState::Completed),
             (_, EventKind::Failed(_)) => Ok(RunState::Failed),
             (_, EventKind::Canceled(_)) => Ok(RunState::Canceled),
+            (RunState::Working, EventKind::InputRequired(_)) => Ok(RunState::InputRequired),
+            (RunState::InputRequired, EventKind::InputEnded(_)) => Ok(RunState::Working),
+            (state, EventKind::InputRequired(_) | EventKind::InputEnded(_)) => {
+                Err(Violation::InputOutOfTurn { got, state })
+            }
             (state, _) => Ok(state),
         }
     }
@@ -104,6 +122,7 @@ impl RunState {
         match self {
             RunState::Pending => "pending",
             RunState::Working => "working",
+            RunState::InputRequired => "input_required",
             RunState::Completed => "completed",
             RunState::Failed => "failed",
             RunState::Canceled => "canceled",
@@ -123,12 +142,13 @@ impl std::str::FromStr for RunState {
         Ok(match s {
             "pending" => RunState::Pending,
             "working" => RunState::Working,
+            "input_required" => RunState::InputRequired,
             "completed" => RunState::Completed,
             "failed" => RunState::Failed,
             "canceled" => RunState::Canceled,
             other => {
                 return Err(format!(
-                    "unknown run state {other:?}: use pending, working, completed, failed or canceled"
+                    "unknown run state {other:?}: use pending, working, input_required, completed, failed or canceled"
                 ));
             }
         })
@@ -198,6 +218,18 @@ mod tests {
     fn done() -> EventKind {
         EventKind::Completed(Completed::default())
     }
+    fn asked() -> EventKind {
+        EventKind::InputRequired(InputRequired {
+            input: InputKind::Elicitation,
+            message: None,
+            timeout_ms: 1,
+        })
+    }
+    fn answered() -> EventKind {
+        EventKind::InputEnded(InputEnded {
+            outcome: InputOutcome::Answered,
+        })
+    }
 
     #[test]
     fn reducer_follows_the_contract() {
@@ -218,6 +250,23 @@ mod tests {
         );
         check(&[started(), done(), warning()], Err("nothing may follow"));
         check(&[started(), done(), done()], Err("nothing may follow"));
+        // A wait for input: begun while working, ended by `input_ended` or
+        // by the terminal event; other events leave it waiting.
+        check(&[started(), asked()], Ok(RunState::InputRequired));
+        check(
+            &[started(), asked(), warning()],
+            Ok(RunState::InputRequired),
+        );
+        check(&[started(), asked(), answered()], Ok(RunState::Working));
+        check(
+            &[started(), asked(), answered(), asked()],
+            Ok(RunState::InputRequired),
+        );
+        check(&[started(), asked(), done()], Ok(RunState::Completed));
+        check(&[asked()], Err("starts with exactly one `started`"));
+        check(&[started(), asked(), asked()], Err("one answer at a time"));
+        check(&[started(), answered()], Err("one answer at a time"));
+        check(&[started(), done(), asked()], Err("nothing may follow"));
     }
 
     #[test]

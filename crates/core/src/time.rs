@@ -40,18 +40,6 @@ pub fn utc_display(ts_ms: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{ms:03}")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn known_instants() {
-        assert_eq!(utc_display(0), "1970-01-01 00:00:00.000");
-        assert_eq!(iso8601(1_795_325_488_123), "2026-11-22T05:31:28.123Z");
-        assert_eq!(utc_display(4_107_542_399_999), "2100-02-28 23:59:59.999");
-    }
-}
-
 /// A duration for people: `950ms`, `30s`, `1.5s`, `2m03s`, `1h02m`.
 ///
 /// ```
@@ -66,5 +54,17 @@ pub fn human_duration(ms: u64) -> String {
         1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
         60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
         _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_instants() {
+        assert_eq!(utc_display(0), "1970-01-01 00:00:00.000");
+        assert_eq!(iso8601(1_795_325_488_123), "2026-11-22T05:31:28.123Z");
+        assert_eq!(utc_display(4_107_542_399_999), "2100-02-28 23:59:59.999");
     }
 }

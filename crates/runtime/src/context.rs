@@ -6,7 +6,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use weir_core::{ArtifactRef, CompletionGuard, EventKind, RunEvent, RunId, Seq};
+use weir_core::{
+    ArtifactRef, CompletionGuard, EventKind, Milestone, Progress, ProgressTracker, RunEvent, RunId,
+    Seq,
+};
 
 use crate::input::{AskError, InputKind, InputSlot};
 use crate::log::{Batch, EventLog, LogError};
@@ -33,6 +36,11 @@ pub enum EmitError {
         "terminal events are written by the runtime: return from Tool::run instead of emitting `{0}`"
     )]
     TerminalReserved(&'static str),
+    /// The runtime records a run's waits for its caller; tools ask.
+    #[error(
+        "`{0}` events are written by the runtime when a tool asks its caller: call RunContext::ask instead of emitting them"
+    )]
+    InputReserved(&'static str),
     /// The store refused or failed.
     #[error(transparent)]
     Log(#[from] LogError),
@@ -58,6 +66,15 @@ struct Shared {
     deadline: Option<tokio::time::Instant>,
     log: Arc<dyn EventLog>,
     inputs: InputSlot,
+    /// Held while a question waits for its answer: a run asks one at a
+    /// time, so its log's waits never overlap.
+    asking: tokio::sync::Mutex<()>,
+    /// The run's milestones so far, and when the context was made: the
+    /// clock their pace is measured on. An async lock, held while the
+    /// report is emitted, so that reports from several tasks reach the
+    /// log in the order their counts were clamped in.
+    milestones: tokio::sync::Mutex<ProgressTracker>,
+    began: tokio::time::Instant,
 }
 
 impl RunContext {
@@ -77,6 +94,9 @@ impl RunContext {
                 deadline,
                 log,
                 inputs,
+                asking: tokio::sync::Mutex::new(()),
+                milestones: tokio::sync::Mutex::new(ProgressTracker::new(0)),
+                began: tokio::time::Instant::now(),
             }),
         }
     }
@@ -95,7 +115,22 @@ impl RunContext {
         if kind.is_terminal() || matches!(kind, EventKind::Started(_)) {
             return Err(EmitError::TerminalReserved(kind.type_name()));
         }
+        if matches!(kind, EventKind::InputRequired(_) | EventKind::InputEnded(_)) {
+            return Err(EmitError::InputReserved(kind.type_name()));
+        }
         self.send(Command::Emit(kind)).await
+    }
+
+    /// Adds an event the runtime writes on the tool's behalf (the waits of
+    /// [`RunContext::ask`]), which [`RunContext::emit`] refuses.
+    pub(crate) async fn record(&self, kind: EventKind) -> Result<(), EmitError> {
+        self.send(Command::Emit(kind)).await
+    }
+
+    /// Completes once the run's log takes nothing more: its terminal event
+    /// is written (or the writer gave up).
+    pub(crate) async fn over(&self) {
+        self.shared.commands.closed().await
     }
 
     /// Waits until everything emitted before this call is stored.
@@ -106,6 +141,85 @@ impl RunContext {
             .await
             .map_err(|_| self.ended())?
             .map_err(EmitError::from)
+    }
+
+    /// Reports a milestone: emits the `progress` event it makes and returns
+    /// it. The one way for a pack to say where a run stands.
+    ///
+    /// The context keeps the run's milestones in one [`ProgressTracker`]
+    /// shared by all its clones, on the runtime's monotonic clock (tokio's,
+    /// so tests can pause time), which gives each report:
+    ///
+    /// - **a count that never goes back** — clamped, not refused: a late
+    ///   or repeated count (agents finishing in parallel) reports the
+    ///   highest so far again, and a milestone without a count keeps it,
+    ///   so a phase or message is never lost;
+    /// - **the total** given last (by [`Milestone::progress`]);
+    /// - **`eta_ms`** from the real durations of this phase's steps so far
+    ///   (units left × time per unit), when there is a total; a new phase
+    ///   is measured from its own start.
+    ///
+    /// MCP's `notifications/progress` must increase strictly, so a
+    /// milestone that does not raise the count reaches the log (and SSE,
+    /// `runs_events`, `weir runs tail`) but not a progress-only client: a
+    /// pack whose phases should show there counts them as steps. The
+    /// server shows `phase: message` and the estimate as the
+    /// notification's `message`. Report milestones at their own pace (a
+    /// step done, a phase begun), not per item: the log keeps every one.
+    /// Reports made here and `progress` emitted directly do not see each
+    /// other; use one or the other.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// # use std::sync::Arc;
+    /// # use async_trait::async_trait;
+    /// # use serde_json::{Value, json};
+    /// use std::time::Duration;
+    /// use weir_core::{Completed, EventKind, FailureCode, Milestone, RunError};
+    /// use weir_runtime::{EventLog, MemoryLog, RunContext, RunOptions, Scheduler, SchedulerConfig, Tool, ToolInfo};
+    ///
+    /// /// Asks five agents, one after another, two seconds each.
+    /// struct Critique;
+    /// #[async_trait]
+    /// impl Tool for Critique {
+    ///     fn info(&self) -> ToolInfo { ToolInfo::new("critique", "Asks five agents.", json!({"type": "object"})) }
+    ///     async fn run(&self, ctx: RunContext, _args: Value) -> Result<Completed, RunError> {
+    ///         let stopped = |e| RunError::new(FailureCode::Internal, format!("{e}"));
+    ///         ctx.milestone(Milestone::new("agents").progress(0, 5)).await.map_err(stopped)?;
+    ///         for done in 1..=5 {
+    ///             tokio::time::sleep(Duration::from_secs(2)).await;
+    ///             let report = ctx
+    ///                 .milestone(Milestone::new("agents").message(format!("{done} of 5 agents done")).done(done))
+    ///                 .await
+    ///                 .map_err(stopped)?;
+    ///             assert_eq!(report.eta_ms, Some((5 - done) * 2_000));
+    ///         }
+    ///         ctx.milestone(Milestone::new("synthesizing")).await.map_err(stopped)?;
+    ///         Ok(Completed::default())
+    ///     }
+    /// }
+    ///
+    /// let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+    /// let scheduler = Scheduler::start(log.clone(), vec![Arc::new(Critique)], SchedulerConfig::default()).await.unwrap();
+    /// let run = scheduler.submit("critique", json!({}), RunOptions::default()).await.unwrap();
+    /// let run_id = run.run_id().clone();
+    /// run.finished().await;
+    /// let events = log.read(&run_id, 0, 100).await.unwrap();
+    /// let EventKind::Progress(third) = &events[4].kind else { panic!() };
+    /// assert_eq!(third.progress, 3.0);
+    /// assert_eq!(third.total, Some(5.0));
+    /// assert_eq!(third.phase.as_deref(), Some("agents"));
+    /// assert_eq!(third.message.as_deref(), Some("3 of 5 agents done"));
+    /// assert_eq!(third.eta_ms, Some(4_000));
+    /// # }
+    /// ```
+    pub async fn milestone(&self, milestone: Milestone) -> Result<Progress, EmitError> {
+        let mut tracker = self.shared.milestones.lock().await;
+        let now_ms = self.shared.began.elapsed().as_millis() as u64;
+        let report = tracker.milestone(milestone, now_ms);
+        self.emit(report.clone()).await?;
+        Ok(report)
     }
 
     /// Stores `data` as artifact `name` and emits the `artifact` event.
@@ -125,14 +239,38 @@ impl RunContext {
     }
 
     /// Asks the caller for input (a model completion, or structured input
-    /// from the user) and waits for the answer. Fails at once when nobody who
-    /// can answer follows the run.
+    /// from the user) and waits for the answer, at most
+    /// [`DEFAULT_ASK_TIMEOUT`](crate::DEFAULT_ASK_TIMEOUT). Fails at once
+    /// when nobody who can answer follows the run. See
+    /// [`RunContext::ask_within`].
     pub async fn ask(
         &self,
         kind: InputKind,
         params: serde_json::Value,
     ) -> Result<serde_json::Value, AskError> {
-        crate::input::ask(&self.shared.inputs, kind, params).await
+        self.ask_within(kind, params, crate::DEFAULT_ASK_TIMEOUT)
+            .await
+    }
+
+    /// Asks the caller for input and waits for the answer, at most
+    /// `timeout`: after that the question is withdrawn and the ask fails
+    /// with [`AskError::TimedOut`], which the tool may handle (ask again,
+    /// go on without) or pass on with `?`, failing the run with a
+    /// [`RunError`](weir_core::RunError) that says the client did not
+    /// answer in time. It also ends with the run (cancelled, timed out).
+    ///
+    /// The log records the wait (`input_required`, then `input_ended`), so
+    /// the run's state is `input_required` meanwhile. Questions of one run
+    /// take turns: a second one waits for the first to end, and its time
+    /// limit starts when it is asked.
+    pub async fn ask_within(
+        &self,
+        kind: InputKind,
+        params: serde_json::Value,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, AskError> {
+        let shared = &*self.shared;
+        crate::input::ask(self, &shared.inputs, &shared.asking, kind, params, timeout).await
     }
 
     /// Completes when the run is cancelled (or timed out).
@@ -356,5 +494,52 @@ mod tests {
         assert!(matches!(late, Err(EmitError::RunEnded(_))), "{late:?}");
         assert!(matches!(ctx.flush().await, Err(EmitError::RunEnded(_))));
         assert_eq!(log.read(&run_id, 0, 10).await.unwrap().len(), 2);
+    }
+
+    /// Milestones on the runtime's clock (paused here, so durations are
+    /// exact): the estimate comes from how long the steps really took; a
+    /// count that arrives late, from another clone, is clamped to the
+    /// highest so far (not refused); the log holds the reports in the
+    /// order they were made, so its progress never goes back.
+    #[tokio::test(start_paused = true)]
+    async fn milestones_are_timed_by_the_runtime_and_clamped() {
+        let (log, run_id, ctx, writer) = started_writer("milestones").await;
+        let milestone = |done: u64| {
+            Milestone::new("files")
+                .message(format!("file {done}"))
+                .done(done)
+        };
+        let first = ctx
+            .milestone(Milestone::new("files").progress(0, 4))
+            .await
+            .unwrap();
+        assert_eq!((first.progress, first.eta_ms), (0.0, None));
+        tokio::time::advance(Duration::from_secs(3)).await;
+        let other = ctx.clone();
+        let second = other.milestone(milestone(2)).await.unwrap();
+        assert_eq!(second.eta_ms, Some(3_000)); // 1.5 s a file, 2 to go
+        tokio::time::advance(Duration::from_secs(3)).await;
+        let late = ctx.milestone(milestone(1)).await.unwrap();
+        assert_eq!(late.progress, 2.0);
+        assert_eq!(late.message.as_deref(), Some("file 1"));
+        assert_eq!(late.eta_ms, Some(6_000)); // no further in 6 s: 3 s a file
+        let last = other.milestone(milestone(4)).await.unwrap();
+        assert_eq!(
+            (last.progress, last.total, last.eta_ms),
+            (4.0, Some(4.0), Some(0))
+        );
+        drop((ctx, other));
+        writer.await.unwrap();
+        let logged: Vec<f64> = log
+            .read(&run_id, 0, 10)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|event| match &event.kind {
+                EventKind::Progress(progress) => Some(progress.progress),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(logged, [0.0, 2.0, 2.0, 4.0]);
     }
 }

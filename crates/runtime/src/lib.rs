@@ -1,6 +1,8 @@
 //! weir's run engine: where a tool call becomes a run.
 //!
-//! **For:** the [`Tool`] trait and the [`RunContext`] a tool reports through;
+//! **For:** the [`Tool`] trait and the [`RunContext`] a tool reports through
+//! (events, artifacts, and milestones with an estimate of the time left:
+//! [`RunContext::milestone`]);
 //! the [`Scheduler`] (concurrency limits, a bounded queue, timeouts,
 //! cancellation, panic capture, crash recovery, retention); and the
 //! [`EventLog`] trait with the in-memory store, [`MemoryLog`], plus
@@ -66,9 +68,9 @@ pub mod store_contract;
 mod tool;
 
 pub use context::{EmitError, RunContext, now_ms};
-pub use input::{AskError, InputKind, InputRequest};
+pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
 pub use scheduler::{
     RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError, recover_interrupted,
 };
-pub use tool::{Pack, Tool, ToolInfo};
+pub use tool::{OUTPUT_TRUNCATED, OUTPUT_URI, Pack, Tool, ToolInfo};

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
+use serde_json::{Value, json};
 use weir_core::{Completed, RunError};
 
 use crate::RunContext;
@@ -26,7 +26,20 @@ pub struct ToolInfo {
     pub timeout: Option<Duration>,
     /// Most runs of this tool at once; the scheduler's default when `None`.
     pub max_concurrent: Option<usize>,
+    /// Groups of streamed text that the final structured result carries
+    /// too, each as a string field named after its group; set with
+    /// [`ToolInfo::with_text_fields`], which declares them in
+    /// `output_schema`. Empty by default.
+    pub text_fields: Vec<String>,
 }
+
+/// In a result with [text fields](ToolInfo::with_text_fields): whether the
+/// streamed text was cut at the server's result limit.
+pub const OUTPUT_TRUNCATED: &str = "output_truncated";
+
+/// In a result with [text fields](ToolInfo::with_text_fields): the URI of
+/// the run, where the whole output stays readable (`weir://runs/{run_id}`).
+pub const OUTPUT_URI: &str = "output_uri";
 
 impl ToolInfo {
     /// A description with the scheduler's defaults and no output schema.
@@ -43,7 +56,82 @@ impl ToolInfo {
             streams: false,
             timeout: None,
             max_concurrent: None,
+            text_fields: Vec::new(),
         }
+    }
+
+    /// The final structured result also carries the text streamed in
+    /// `groups` (the `group` of `partial` events), so that a host that
+    /// hands its model only `structuredContent` shows the model the output.
+    ///
+    /// For each group the MCP server adds a string field of the same name
+    /// to the tool's structured result (which must be a JSON object): the
+    /// group's text, in order, as far as the server's result limit allows
+    /// (the same text as the result's content blocks, which it shares the
+    /// limit with), `""` when nothing came. Beside them [`OUTPUT_TRUNCATED`]
+    /// (`true` when the text was cut) and [`OUTPUT_URI`] (the run, where
+    /// the rest is). The server owns these fields: a value the tool set
+    /// under one of these names is replaced. Nothing is added to a failed
+    /// run's result.
+    ///
+    /// This declares those fields in `output_schema` (an object schema is
+    /// made if there is none, so set yours first), as required, so the
+    /// result validates against it.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use weir_runtime::ToolInfo;
+    /// let mut info = ToolInfo::new("run_program", "Runs a program.", json!({"type": "object"}));
+    /// info.output_schema = Some(json!({
+    ///     "type": "object",
+    ///     "properties": {"exit_code": {"type": ["integer", "null"]}},
+    ///     "required": ["exit_code"],
+    /// }));
+    /// let info = info.with_text_fields(&["stdout", "stderr"]);
+    /// let schema = info.output_schema.as_ref().unwrap();
+    /// assert_eq!(schema["properties"]["stderr"]["type"], "string");
+    /// assert_eq!(schema["properties"]["output_truncated"]["type"], "boolean");
+    /// assert_eq!(schema["required"], json!(["exit_code", "stdout", "stderr", "output_truncated", "output_uri"]));
+    /// assert_eq!(info.text_fields, ["stdout", "stderr"]);
+    /// ```
+    pub fn with_text_fields(mut self, groups: &[&str]) -> ToolInfo {
+        let mut schema = self
+            .output_schema
+            .take()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({ "type": "object" }));
+        let fields = groups
+            .iter()
+            .map(|group| {
+                let description = format!(
+                    "What the run streamed as {group}, in order; cut at the result limit when {OUTPUT_TRUNCATED} is true."
+                );
+                (*group, json!({ "type": "string", "description": description }))
+            })
+            .chain([
+                (
+                    OUTPUT_TRUNCATED,
+                    json!({ "type": "boolean", "description": "Whether the streamed text was cut at the result limit; the whole output is in the run at output_uri (page through it with the runs_events tool)." }),
+                ),
+                (
+                    OUTPUT_URI,
+                    json!({ "type": "string", "description": "The run, where the whole output stays readable: weir://runs/{run_id}." }),
+                ),
+            ]);
+        for (name, field) in fields {
+            schema["properties"][name] = field;
+            let required = &mut schema["required"];
+            if !required.is_array() {
+                *required = json!([]);
+            }
+            let required = required.as_array_mut().expect("made an array above");
+            if !required.iter().any(|known| known == name) {
+                required.push(name.into());
+            }
+        }
+        self.output_schema = Some(schema);
+        self.text_fields = groups.iter().map(|group| (*group).to_owned()).collect();
+        self
     }
 }
 

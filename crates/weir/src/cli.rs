@@ -196,7 +196,7 @@ pub(crate) const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8765";
 pub(crate) enum RunsCommand {
     /// List runs, newest first.
     List {
-        /// Only runs in this state (repeatable): pending, working, completed, failed, canceled.
+        /// Only runs in this state (repeatable): pending, working, input_required, completed, failed, canceled.
         #[arg(long = "state", value_name = "STATE")]
         states: Vec<RunState>,
         /// Only runs of this tool.

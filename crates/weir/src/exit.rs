@@ -38,7 +38,9 @@ impl From<RunState> for Outcome {
         match state {
             RunState::Completed => Outcome::Completed,
             RunState::Canceled => Outcome::Canceled,
-            RunState::Failed | RunState::Pending | RunState::Working => Outcome::Failed,
+            RunState::Failed | RunState::Pending | RunState::Working | RunState::InputRequired => {
+                Outcome::Failed
+            }
         }
     }
 }

@@ -92,6 +92,18 @@ pub(crate) fn describe(kind: &EventKind) -> String {
             a.uri, a.mime, a.bytes, &a.sha256
         ),
         EventKind::Warning(w) => w.message.clone(),
+        EventKind::InputRequired(i) => {
+            let mut line = format!(
+                "waits up to {} for {}",
+                duration(i.timeout_ms),
+                wire_name(&i.input)
+            );
+            if let Some(message) = &i.message {
+                line.push_str(&format!(": {message}"));
+            }
+            line
+        }
+        EventKind::InputEnded(i) => wire_name(&i.outcome),
         EventKind::Completed(c) => {
             let mut line = contents(&c.content);
             if let Some(structured) = &c.structured {

@@ -1,5 +1,6 @@
 //! Following a run's log: the one loop behind a `tools/call` stream, a
-//! `Last-Event-ID` resume, and every task result.
+//! `Last-Event-ID` resume, and every task result; and the relay that
+//! carries a run's questions to its client and the answers back.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,8 +8,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use weir_core::{RunId, Seq};
+use weir_core::{EventKind, RunId, Seq};
 use weir_mcp_wire::jsonrpc::RpcError;
+use weir_mcp_wire::revision::meta_key;
 use weir_runtime::log::Subscription;
 use weir_runtime::{AskError, EventLog, InputKind, InputRequest};
 
@@ -16,7 +18,7 @@ use crate::delivery::{Key, TryPush};
 use crate::errors::internal;
 use crate::projection::{PROGRESS_INTERVAL_MS, Projected, Projector, ResultBuilder};
 use crate::protocol::{Era, Scope};
-use crate::session::{EventId, Outbound, Outgoing, Session, outbound};
+use crate::session::{Asked, EventId, Outbound, Outgoing, Question, Questions, Session, outbound};
 use crate::state::ServerState;
 
 /// Why following a run stopped early.
@@ -30,27 +32,52 @@ pub(crate) enum FollowError {
 
 /// The questions a run asks (`RunContext::ask`), and the session whose
 /// client answers them.
-pub(crate) type Questions = (mpsc::Receiver<InputRequest>, Arc<Session>);
+pub(crate) type Relayed = (mpsc::Receiver<InputRequest>, Arc<Session>);
 
-/// Streams run `run_id`'s notifications to `out` (those after seq
-/// `resume_after`, when resuming) and returns its final `CallToolResult`.
-/// With `questions`, the run's questions go to the client as requests on
-/// `out` too.
-///
-/// Progress goes into `out` as a coalescing message (a newer one replaces
-/// it while it waits), everything else as a kept one; when `out` is full
-/// this loop waits, and so stops reading the log until the client reads
-/// again (the log keeps everything meanwhile).
+/// [`follow_asking`] for a call that starts here: with `questions`, the
+/// session takes over the run's questions ([`relay_questions`]) and this
+/// stream delivers them.
 pub(crate) async fn follow(
     state: &ServerState,
     run_id: &RunId,
     resume_after: Option<Seq>,
     scope: Scope,
     out: &Outbound,
-    mut questions: Option<Questions>,
+    questions: Option<Relayed>,
+) -> Result<Value, FollowError> {
+    let asked = questions.map(|(questions, session)| {
+        relay_questions(
+            &session,
+            run_id,
+            questions,
+            &scope.client_capabilities,
+            None,
+        )
+    });
+    follow_asking(state, run_id, resume_after, scope, out, asked).await
+}
+
+/// Streams run `run_id`'s notifications to `out` (those after seq
+/// `resume_after`, when resuming) and returns its final `CallToolResult`.
+/// With `asked`, the run's open questions go to the client as requests on
+/// `out` too: those open now at once (a resumed stream asks again what the
+/// lost one asked), later ones as they come. When a question this stream
+/// sent is withdrawn unanswered (its time is up, the run ended), the
+/// client gets `notifications/cancelled` for it.
+///
+/// Progress goes into `out` as a coalescing message (a newer one replaces
+/// it while it waits), everything else as a kept one; when `out` is full
+/// this loop waits, and so stops reading the log until the client reads
+/// again (the log keeps everything meanwhile).
+pub(crate) async fn follow_asking(
+    state: &ServerState,
+    run_id: &RunId,
+    resume_after: Option<Seq>,
+    scope: Scope,
+    out: &Outbound,
+    mut asked: Option<Asked>,
 ) -> Result<Value, FollowError> {
     let log = state.scheduler.log();
-    let capabilities = scope.client_capabilities.clone();
     let mut projector = Projector::new(scope);
     let mut result = ResultBuilder::new(run_id.clone(), state.config.result_limit);
     let mut events = log.subscribe_from(run_id, 0);
@@ -67,10 +94,27 @@ pub(crate) async fn follow(
     // limit goes out if no event comes first.
     let mut last_seq = None;
     let mut flush_at: Option<Instant> = None;
+    // The questions this stream sent that are still open, by request id,
+    // and whether the run's questions changed since it last looked.
+    let mut sent = Vec::new();
+    let mut questions_due = asked.is_some();
     loop {
-        let asked = async {
-            match questions.as_mut() {
-                Some((receiver, _)) => receiver.recv().await,
+        // Tagged as of the newest event this client has: resuming from
+        // there loses nothing, and asks again whatever is still open. A
+        // question never comes before `started`, so a stream that has
+        // read nothing yet has it soon.
+        if questions_due && let (Some(asked), Some(seq)) = (&asked, last_seq.max(resume_after)) {
+            questions_due = false;
+            let position = EventId {
+                run_id: id_prefix.clone(),
+                seq,
+            };
+            let questions = asked.borrow().clone();
+            ask_again(&questions, &mut sent, position, out).await?;
+        }
+        let changed = async {
+            match asked.as_mut() {
+                Some(asked) => asked.changed().await.is_ok(),
                 None => std::future::pending().await,
             }
         };
@@ -85,9 +129,15 @@ pub(crate) async fn follow(
             // The client left (2026-07-28: that cancels the call) even
             // if this call has nothing to send it.
             () = out.closed() => return Err(FollowError::ClientGone),
-            Some(asked) = asked => {
-                let session = &questions.as_ref().expect("asked through it").1;
-                relay_question(session, &capabilities, asked, out).await?;
+            open = changed => {
+                match asked.as_mut() {
+                    Some(asked) if open => {
+                        asked.borrow_and_update();
+                        questions_due = true;
+                    }
+                    // The run asks no more, and nothing it asked is open.
+                    _ => asked = None,
+                }
                 continue;
             }
             () = flush => {
@@ -104,6 +154,14 @@ pub(crate) async fn follow(
         };
         let Some(event) = event else { break };
         let event = event.map_err(|error| FollowError::Rpc(internal(error)))?;
+        if let EventKind::Started(started) = &event.kind
+            && let Some(tool) = state
+                .scheduler
+                .tools()
+                .find(|tool| tool.name == started.tool)
+        {
+            result.text_fields(&tool.text_fields);
+        }
         result.add(&event);
         last_seq = Some(event.seq);
         for message in projector.project(&event) {
@@ -117,7 +175,72 @@ pub(crate) async fn follow(
             (true, None) => Some(Instant::now() + Duration::from_millis(PROGRESS_INTERVAL_MS)),
         };
     }
+    // The run has ended, and with it every wait for an answer: a question
+    // this stream sent that is not known to be answered is void. (An
+    // answer is taken off the open list before the tool gets it, so one
+    // that the run used is never among these.)
+    if let Some(asked) = &asked {
+        let questions = asked.borrow().clone();
+        if !questions.quiet {
+            for id in sent {
+                if questions.open.iter().any(|question| question.id == id)
+                    || questions.withdrawn.contains(&id)
+                {
+                    withdraw(&id, out).await?;
+                }
+            }
+        }
+    }
     Ok(result.finish())
+}
+
+/// Sends the client the open `questions` that this stream has not sent
+/// (`sent`), tagged with SSE id `position`, and `notifications/cancelled`
+/// for those it sent that were withdrawn since.
+async fn ask_again(
+    questions: &Questions,
+    sent: &mut Vec<String>,
+    position: EventId,
+    out: &Outbound,
+) -> Result<(), FollowError> {
+    let mut withdrawn = Vec::new();
+    sent.retain(|id| {
+        let open = questions.open.iter().any(|question| &question.id == id);
+        if !open && questions.withdrawn.contains(id) {
+            withdrawn.push(id.clone());
+        }
+        open
+    });
+    if !questions.quiet {
+        for id in withdrawn {
+            withdraw(&id, out).await?;
+        }
+    }
+    for Question { id, request } in &questions.open {
+        if !sent.contains(id) {
+            let outgoing = Outgoing {
+                event_id: None.filter(|_: &EventId| position.seq > 0),
+                message: request.clone(),
+            };
+            out.send(outgoing)
+                .await
+                .map_err(|_| FollowError::ClientGone)?;
+            sent.push(id.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Tells the client that request `id` (a question) wants no answer any more.
+async fn withdraw(id: &str, out: &Outbound) -> Result<(), FollowError> {
+    let notice = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": id, "reason": "the tool stopped waiting for this answer" },
+    });
+    out.send(Outgoing::message(notice))
+        .await
+        .map_err(|_| FollowError::ClientGone)
 }
 
 /// Queues one projected message of event `seq`: progress as a message a
@@ -184,29 +307,74 @@ pub(crate) async fn final_result(state: &ServerState, run_id: &RunId) -> Result<
     }
 }
 
-/// Sends a tool's question to the client as a JSON-RPC request, and hands
-/// the client's response back to the tool when it arrives.
-async fn relay_question(
+/// Takes over the questions run `run_id` asks, for as long as it can ask:
+/// each goes to `session`'s client as a JSON-RPC request on every stream
+/// that follows the run (see [`follow_asking`]) until it is answered, and
+/// the answer goes back to the tool. A question outlives the stream it was
+/// first sent on: a client that left and resumes gets it again, and one
+/// that never comes back leaves it to its time limit. With `task`, each
+/// request names the task it is for (2025-11-25: `related-task`).
+/// Returns what a stream that follows the run watches.
+pub(crate) fn relay_questions(
     session: &Arc<Session>,
+    run_id: &RunId,
+    mut questions: mpsc::Receiver<InputRequest>,
     capabilities: &Value,
+    task: Option<&RunId>,
+) -> Asked {
+    let board = session.open_questions(run_id);
+    let asked = board.subscribe();
+    let session = session.clone();
+    let run_id = run_id.clone();
+    let capabilities = capabilities.clone();
+    let task = task.cloned();
+    tokio::spawn(async move {
+        while let Some(question) = questions.recv().await {
+            let (session, board) = (session.clone(), board.clone());
+            let (capabilities, task) = (capabilities.clone(), task.clone());
+            tokio::spawn(async move {
+                relay_question(&session, &board, &capabilities, task.as_ref(), question).await;
+            });
+        }
+        // The run has ended: no more questions.
+        session.close_questions(&run_id);
+    });
+    asked
+}
+
+/// Posts one question on `board` as a request to the client, and hands the
+/// client's response to the tool when it comes; withdraws it when the tool
+/// stops waiting first.
+async fn relay_question(
+    session: &Session,
+    board: &tokio::sync::watch::Sender<Questions>,
+    capabilities: &Value,
+    task: Option<&RunId>,
     asked: InputRequest,
-    out: &Outbound,
-) -> Result<(), FollowError> {
+) {
     let (method, capability) = match asked.kind {
         InputKind::Sampling => ("sampling/createMessage", "sampling"),
         InputKind::Elicitation => ("elicitation/create", "elicitation"),
     };
     if capabilities.get(capability).is_none() {
         let _ = asked.reply.send(Err(AskError::NoResponder(asked.kind)));
-        return Ok(());
+        return;
     }
     let (id, answer) = session.expect_response();
-    let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": asked.params });
-    out.send(Outgoing::message(request))
-        .await
-        .map_err(|_| FollowError::ClientGone)?;
-    tokio::spawn(async move {
-        let answer = match answer.await {
+    let mut params = asked.params;
+    if let Some(task) = task {
+        params["_meta"][meta_key::RELATED_TASK] = json!({ "taskId": task });
+    }
+    let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    board.send_modify(|questions| {
+        questions.open.push(Question {
+            id: id.clone(),
+            request: crate::wire::to_json(&request),
+        });
+    });
+    let mut reply = asked.reply;
+    let answer = tokio::select! {
+        answer = answer => Some(match answer {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(AskError::Refused(
                 error
@@ -216,8 +384,17 @@ async fn relay_question(
                     .to_owned(),
             )),
             Err(_) => Err(AskError::Gone),
-        };
-        let _ = asked.reply.send(answer);
-    });
-    Ok(())
+        }),
+        // Its time is up, or the run ended.
+        () = reply.closed() => None,
+    };
+    // Off the open list before the tool has the answer, so that a stream
+    // that sees the run end after it knows the question was answered.
+    board.send_modify(|questions| questions.close(&id, answer.is_none()));
+    match answer {
+        Some(answer) => {
+            let _ = reply.send(answer);
+        }
+        None => session.withdraw_request(&id),
+    }
 }

@@ -13,14 +13,33 @@
 //! what it means. Either way values only increase (MCP requires it; a value
 //! that does not exceed the last one sent is not sent) and are rate-limited
 //! by event time. A client that declared partial results gets the partials
-//! and the tool's own progress only.
+//! and the tool's own progress only. The tool's progress shows as
+//! `phase: message`, with the time left when the tool estimated it
+//! (`RunContext::milestone` does).
+//!
+//! The final result ([`ResultBuilder`]) is what a model reads, often the
+//! only thing: content blocks in the order the run produced them, where a
+//! partial group's text (a program's stdout, say) is one stream — its
+//! consecutive blocks are merged into one, since hosts join blocks with
+//! blank lines; text without a group is an item per block, kept as it came
+//! — and, when the run's text came in more than one group, each merged
+//! block begins with its group's name on a line of its own, `[stderr]`
+//! (plain text, since models read no annotations). A tool that
+//! declares text fields (`ToolInfo::with_text_fields`) also gets its
+//! groups' text in `structuredContent`, for hosts that hand the model only
+//! that.
 
 use serde_json::{Map, Value, json};
-use weir_core::{Content, EventKind, LogLevel, Meta, Partial, Progress, RunEvent, RunId};
+use weir_core::{
+    Content, EventKind, LogLevel, Meta, Partial, Progress, ProgressUnit as Unit, RunEvent, RunId,
+    human_duration,
+};
+use weir_runtime::{OUTPUT_TRUNCATED, OUTPUT_URI};
 
 use crate::protocol::Scope;
 use crate::wire::{
-    McpContent, content_len, json_len, json_prefix, partial_result_notification, to_json,
+    McpContent, TEXT_BLOCK_LEN, content_len, json_len, json_prefix, partial_result_notification,
+    text_json_len, to_json,
 };
 use weir_mcp_wire::jsonrpc::notification;
 
@@ -40,10 +59,6 @@ pub(crate) const PROGRESS_INTERVAL_MS: u64 = 20;
 /// is in the result.
 pub(crate) const MESSAGE_CHARS: usize = 100;
 
-/// The key in a `meta` event's `info` by which a tool says what its
-/// partials count in for progress: `"items"`, `"lines"` or `"bytes"`.
-pub(crate) const UNIT_KEY: &str = "progress_unit";
-
 /// A projected message, as JSON text.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Projected {
@@ -51,32 +66,6 @@ pub(crate) enum Projected {
     Progress(String),
     /// Anything else: delivered once, in order.
     Kept(String),
-}
-
-/// What partials count in, when they become progress.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Unit {
-    /// Each structured item, and each content block, is one.
-    Items,
-    /// Lines of text: each text block adds its lines; in a `group` (a
-    /// program's stdout, say) text that continues an unfinished line adds
-    /// no new one. Other blocks and structured items are one each.
-    Lines,
-    /// Bytes of text (UTF-8), and of other blocks and items as JSON.
-    Bytes,
-}
-
-impl Unit {
-    /// The unit a `meta` event names, if any. Without one, a partial with
-    /// structured items counts in items, any other in lines.
-    fn declared(meta: &Meta) -> Option<Unit> {
-        match meta.info.get(UNIT_KEY)?.as_str()? {
-            "items" => Some(Unit::Items),
-            "lines" => Some(Unit::Lines),
-            "bytes" => Some(Unit::Bytes),
-            _ => None,
-        }
-    }
 }
 
 /// One progress notification's values, serialized only when sent: most
@@ -88,7 +77,9 @@ struct Update {
     message: Option<String>,
 }
 
-/// Partials counted as progress (see the module's docs).
+/// Partials counted as progress (see the module's docs), in the unit the
+/// run's `meta` named; without one, a partial with structured items counts
+/// in items, any other in lines.
 #[derive(Debug, Default)]
 struct Counter {
     declared: Option<Unit>,
@@ -100,7 +91,7 @@ struct Counter {
 
 impl Counter {
     fn meta(&mut self, meta: &Meta) {
-        self.declared = Unit::declared(meta).or(self.declared);
+        self.declared = meta.progress_unit.or(self.declared);
         if let Some(total) = meta.total {
             self.total = Some(total as f64);
         }
@@ -342,6 +333,16 @@ impl Projector {
             (Some(phase), Some(message)) => Some(format!("{phase}: {message}")),
             (phase, message) => message.clone().or_else(|| phase.clone()),
         };
+        // MCP's progress has no field for the time left: it is said in
+        // the message, to the second (under a second left says nothing).
+        let left = progress
+            .eta_ms
+            .filter(|eta| *eta >= 1_000)
+            .map(|eta| format!("about {} left", human_duration((eta + 500) / 1_000 * 1_000)));
+        let message = match (message, left) {
+            (Some(message), Some(left)) => Some(format!("{message} ({left})")),
+            (message, left) => message.or(left),
+        };
         Some(Update {
             progress: progress.progress,
             total: progress.total,
@@ -384,16 +385,49 @@ impl Projector {
 }
 
 /// Builds the final `CallToolResult` from a run's events: complete up to
-/// `limit` bytes of content, then truncated with a link to the whole run.
+/// `limit` bytes, then truncated with a link to the whole run.
+///
+/// The limit counts what grows with the output: content blocks as JSON,
+/// structured items, and text carried in text fields; once something does
+/// not fit, nothing after it is kept (whole stream chunks, whole blocks),
+/// and a note and a `resource_link` end the content. A group's stream is
+/// counted as the one block it becomes, with room for its `[group]` line
+/// whether or not it gets one, so the limit holds either way.
 pub(crate) struct ResultBuilder {
     run_id: RunId,
     limit: usize,
     used: usize,
     truncated: bool,
-    content: Vec<Value>,
+    content: Vec<Piece>,
     items: Vec<Value>,
     structured: Option<Value>,
     error: Option<String>,
+    /// Every group a text partial came in, kept or not, in order of first
+    /// appearance: with more than one, each stream's block is labelled.
+    groups: Vec<String>,
+    /// The tool's text fields: each group, and its text so far.
+    fields: Vec<(String, String)>,
+}
+
+/// A block of the final content, before it is written.
+enum Piece {
+    /// The text of consecutive partial blocks of one group.
+    Stream { group: String, text: String },
+    /// Any other block, as MCP writes it.
+    Block(Value),
+}
+
+/// The first line of a group's block when a run has several: `[stderr]`.
+fn group_label(group: &str) -> String {
+    format!("[{group}]\n")
+}
+
+/// A text content block, with `text` moved in (not copied by `json!`).
+fn text_block(text: String) -> Value {
+    Value::Object(Map::from_iter([
+        ("type".into(), "text".into()),
+        ("text".into(), Value::String(text)),
+    ]))
 }
 
 impl ResultBuilder {
@@ -407,7 +441,19 @@ impl ResultBuilder {
             items: Vec::new(),
             structured: None,
             error: None,
+            groups: Vec::new(),
+            fields: Vec::new(),
         }
+    }
+
+    /// The run's tool declared these text fields (`ToolInfo::text_fields`):
+    /// the text of each group goes into `structuredContent` too. Must come
+    /// before the run's partials (the follower calls it on `started`).
+    pub(crate) fn text_fields(&mut self, groups: &[String]) {
+        self.fields = groups
+            .iter()
+            .map(|group| (group.clone(), String::new()))
+            .collect();
     }
 
     /// Whether `size` more bytes fit; once something did not, nothing does.
@@ -422,7 +468,7 @@ impl ResultBuilder {
 
     fn keep_content(&mut self, block: &Content) {
         if !self.truncated && self.fits(content_len(block)) {
-            self.content.push(content_json(block));
+            self.content.push(Piece::Block(content_json(block)));
         }
     }
 
@@ -432,11 +478,48 @@ impl ResultBuilder {
         }
     }
 
+    /// `text`, written to `group`: appended to the group's block when it is
+    /// the last one, else the start of a new one; and to its field.
+    fn keep_stream(&mut self, group: &str, text: &str) {
+        if !self.groups.iter().any(|seen| seen == group) {
+            self.groups.push(group.to_owned());
+        }
+        if self.truncated {
+            return;
+        }
+        let field = self.fields.iter().position(|(name, _)| name == group);
+        let continues =
+            matches!(self.content.last(), Some(Piece::Stream { group: last, .. }) if last == group);
+        let text_len = text_json_len(text);
+        let block_len = if continues {
+            0
+        } else {
+            TEXT_BLOCK_LEN + text_json_len(&group_label(group))
+        };
+        let field_len = if field.is_some() { text_len } else { 0 };
+        if !self.fits(block_len + text_len + field_len) {
+            return;
+        }
+        match self.content.last_mut() {
+            Some(Piece::Stream { text: stream, .. }) if continues => stream.push_str(text),
+            _ => self.content.push(Piece::Stream {
+                group: group.to_owned(),
+                text: text.to_owned(),
+            }),
+        }
+        if let Some(index) = field {
+            self.fields[index].1.push_str(text);
+        }
+    }
+
     pub(crate) fn add(&mut self, event: &RunEvent) {
         match &event.kind {
             EventKind::Partial(partial) => {
                 for block in &partial.content {
-                    self.keep_content(block);
+                    match (block, &partial.group) {
+                        (Content::Text { text }, Some(group)) => self.keep_stream(group, text),
+                        (block, _) => self.keep_content(block),
+                    }
                 }
                 for item in &partial.items {
                     self.keep_item(item);
@@ -458,19 +541,33 @@ impl ResultBuilder {
 
     pub(crate) fn finish(mut self) -> Value {
         let is_error = self.error.is_some();
+        let labelled = self.groups.len() > 1;
+        let mut content: Vec<Value> = self
+            .content
+            .into_iter()
+            .map(|piece| match piece {
+                Piece::Stream { group, mut text } => {
+                    if labelled {
+                        text.insert_str(0, &group_label(&group));
+                    }
+                    text_block(text)
+                }
+                Piece::Block(block) => block,
+            })
+            .collect();
         if let Some(error) = self.error.take() {
-            self.content.push(json!({ "type": "text", "text": error }));
+            content.push(json!({ "type": "text", "text": error }));
         }
+        let uri = format!("weir://runs/{}", self.run_id);
         if self.truncated {
-            let uri = format!("weir://runs/{}", self.run_id);
-            self.content.push(json!({
+            content.push(json!({
                 "type": "text",
                 "text": format!(
                     "[output truncated at {} bytes; the whole output is in run {}: page through it with the runs_events tool, or read the resource {uri}]",
                     self.limit, self.run_id
                 ),
             }));
-            self.content.push(json!({
+            content.push(json!({
                 "type": "resource_link",
                 "uri": uri,
                 "name": format!("run {}", self.run_id),
@@ -480,12 +577,26 @@ impl ResultBuilder {
         // Moved in, not written with `json!`: that macro serializes its
         // arguments into a new value, a copy of up to `limit` bytes.
         let mut result = Map::new();
-        result.insert("content".into(), Value::Array(self.content));
-        let structured = self.structured.or_else(|| {
+        result.insert("content".into(), Value::Array(content));
+        let mut structured = self.structured.or_else(|| {
             (!self.items.is_empty()).then(|| {
                 Value::Object(Map::from_iter([("items".into(), Value::Array(self.items))]))
             })
         });
+        if !self.fields.is_empty() && !is_error {
+            // The tool's own result, or an object of the fields alone:
+            // the output is what a model most needs to see.
+            if let Some(object) = structured
+                .get_or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+            {
+                for (group, text) in self.fields {
+                    object.insert(group, Value::String(text));
+                }
+                object.insert(OUTPUT_TRUNCATED.into(), self.truncated.into());
+                object.insert(OUTPUT_URI.into(), uri.into());
+            }
+        }
         if let Some(structured) = structured {
             result.insert("structuredContent".into(), structured);
         }
@@ -704,7 +815,10 @@ mod tests {
             scope(),
             100,
             vec![
-                meta(None, json!({UNIT_KEY: "bytes"})),
+                EventKind::Meta(Meta {
+                    progress_unit: Some(Unit::Bytes),
+                    ..Meta::default()
+                }),
                 partial("12345\n"),
                 partial("67"),
             ],
@@ -806,5 +920,265 @@ mod tests {
         let flushed = projector.flush().expect("the newest");
         assert_eq!(params(&flushed)["message"], "9");
         assert!(!projector.has_pending() && projector.flush().is_none());
+    }
+
+    /// A milestone's phase, message and estimate make one status line.
+    #[test]
+    fn the_time_left_is_said_in_the_message() {
+        let milestone = |progress: f64, eta_ms: Option<u64>| {
+            EventKind::Progress(Progress {
+                progress,
+                total: Some(5.0),
+                message: Some(format!("{progress} of 5 agents done")),
+                phase: Some("agents".into()),
+                eta_ms,
+            })
+        };
+        let sent = play(
+            scope(),
+            100,
+            vec![
+                milestone(1.0, Some(8_400)),
+                milestone(2.0, Some(125_000)),
+                milestone(4.0, Some(400)),
+            ],
+        );
+        let messages: Vec<Value> = sent
+            .iter()
+            .flatten()
+            .map(|m| params(m)["message"].clone())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "agents: 1 of 5 agents done (about 8s left)",
+                "agents: 2 of 5 agents done (about 2m05s left)",
+                "agents: 4 of 5 agents done",
+            ]
+        );
+    }
+
+    // ----- the final result -------------------------------------------------
+
+    /// The final result of `kinds` (after `started`), for a tool with
+    /// text fields `fields`, with a result limit of `limit` bytes.
+    fn result_of(limit: usize, fields: &[&str], kinds: Vec<EventKind>) -> Value {
+        let mut builder = ResultBuilder::new(RunId::parse("r").unwrap(), limit);
+        builder.text_fields(&fields.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>());
+        for (i, kind) in kinds.into_iter().enumerate() {
+            builder.add(&event(i as u64 + 1, 1_000, kind));
+        }
+        builder.finish()
+    }
+
+    fn texts(result: &Value) -> Vec<&str> {
+        result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|block| block["text"].as_str())
+            .collect()
+    }
+
+    fn completed(structured: Option<Value>) -> EventKind {
+        EventKind::Completed(Completed {
+            content: vec![Content::text("[exit code 0]")],
+            structured,
+        })
+    }
+
+    /// A group's text is one stream: its consecutive blocks become one
+    /// block, joined as written (the text has its own newlines, and a line
+    /// cut by a pause is whole again). Text without a group is an item per
+    /// block, and the tool's own final blocks stay as they are.
+    #[test]
+    fn a_groups_consecutive_text_is_one_block() {
+        let result = result_of(
+            4096,
+            &[],
+            vec![
+                output("stdout", "line 1\n"),
+                output("stdout", "line 2\nhalf a "),
+                output("stdout", "line\n"),
+                partial("item a"),
+                partial("item b"),
+                output("stdout", "line 4\n"),
+                completed(None),
+            ],
+        );
+        assert_eq!(
+            texts(&result),
+            [
+                "line 1\nline 2\nhalf a line\n",
+                "item a",
+                "item b",
+                "line 4\n",
+                "[exit code 0]"
+            ]
+        );
+        assert!(result.get("structuredContent").is_none());
+    }
+
+    /// With more than one group, each block says which it is; the lines of
+    /// a stream keep their order across the other group's.
+    #[test]
+    fn blocks_say_their_group_when_there_are_several() {
+        let result = result_of(
+            4096,
+            &[],
+            vec![
+                output("stdout", "a\n"),
+                output("stdout", "b\n"),
+                output("stderr", "warning: x\n"),
+                output("stdout", "c\n"),
+                completed(None),
+            ],
+        );
+        assert_eq!(
+            texts(&result),
+            [
+                "[stdout]\na\nb\n",
+                "[stderr]\nwarning: x\n",
+                "[stdout]\nc\n",
+                "[exit code 0]"
+            ]
+        );
+    }
+
+    /// A tool with text fields gets each group's text in its structured
+    /// result, beside its own fields (a value it set under those names is
+    /// replaced), with whether it was cut and where the run is.
+    #[test]
+    fn text_fields_carry_each_groups_text() {
+        let result = result_of(
+            4096,
+            &["stdout", "stderr"],
+            vec![
+                output("stdout", "1\n"),
+                output("stderr", "oops\n"),
+                output("stdout", "2\n"),
+                output("weir", "[a notice]\n"),
+                completed(Some(json!({"exit_code": 0, "stdout": "the tool's own"}))),
+            ],
+        );
+        assert_eq!(
+            result["structuredContent"],
+            json!({
+                "exit_code": 0,
+                "stdout": "1\n2\n",
+                "stderr": "oops\n",
+                "output_truncated": false,
+                "output_uri": "weir://runs/r",
+            })
+        );
+        // Without a structured result of its own, the fields alone; a
+        // failed run has no structured result.
+        let alone = result_of(4096, &["stdout"], vec![completed(None)]);
+        assert_eq!(
+            alone["structuredContent"],
+            json!({"stdout": "", "output_truncated": false, "output_uri": "weir://runs/r"})
+        );
+        let failed = result_of(
+            4096,
+            &["stdout"],
+            vec![
+                output("stdout", "1\n"),
+                EventKind::Failed(weir_core::Failed {
+                    error: weir_core::RunError::new(weir_core::FailureCode::Timeout, "too slow"),
+                }),
+            ],
+        );
+        assert!(failed.get("structuredContent").is_none(), "{failed}");
+        assert_eq!(failed["isError"], true);
+        assert_eq!(texts(&failed), ["1\n", "too slow"]);
+    }
+
+    /// Past the limit, content and text fields stop at the same chunk,
+    /// the fields say so and point at the run, and the content ends with
+    /// the note and the link.
+    #[test]
+    fn a_cut_stream_says_so_in_content_and_fields() {
+        let chunk = "x".repeat(99) + "\n";
+        let result = result_of(
+            // Room for one block of two chunks, each counted twice.
+            TEXT_BLOCK_LEN + text_json_len(&group_label("stdout")) + 4 * text_json_len(&chunk),
+            &["stdout"],
+            vec![
+                output("stdout", &chunk),
+                output("stdout", &chunk),
+                output("stdout", &chunk),
+                completed(Some(json!({"exit_code": 0}))),
+            ],
+        );
+        let structured = &result["structuredContent"];
+        assert_eq!(structured["stdout"], chunk.repeat(2));
+        assert_eq!(structured["output_truncated"], true);
+        assert_eq!(structured["output_uri"], "weir://runs/r");
+        let content = result["content"].as_array().unwrap();
+        assert_eq!(content[0]["text"], chunk.repeat(2));
+        assert!(
+            content[1]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("[output truncated at")
+        );
+        assert_eq!(content[2]["type"], "resource_link");
+        assert_eq!(content.len(), 3, "the summary came after the cut: {result}");
+    }
+
+    /// A chunk of a stream: its group (none, or one of three), and text
+    /// with what needs escaping.
+    fn chunk() -> impl proptest::strategy::Strategy<Value = (Option<&'static str>, String)> {
+        use proptest::prelude::*;
+        (
+            prop::sample::select(vec![None, Some("stdout"), Some("stderr"), Some("weir")]),
+            "(\\PC|[\n\t\"\\\\]){0,40}",
+        )
+    }
+
+    proptest::proptest! {
+        /// Whatever the chunks and the limit: what the content holds (and
+        /// the fields carry) fits in the limit, labels included; each
+        /// group's text is a prefix of what it streamed, whole when
+        /// nothing was cut; no two blocks in a row are of one group.
+        #[test]
+        fn the_limit_holds_and_streams_stay_whole(
+            chunks in proptest::collection::vec(chunk(), 0..30),
+            limit in 0usize..3_000,
+        ) {
+            let kinds: Vec<EventKind> = chunks
+                .iter()
+                .map(|(group, text)| match group {
+                    Some(group) => output(group, text),
+                    None => partial(text),
+                })
+                .collect();
+            let result = result_of(limit, &["stdout"], kinds.clone());
+            let content = result["content"].as_array().unwrap();
+            let truncated = result["structuredContent"]["output_truncated"] == true;
+            let kept = if truncated { &content[..content.len() - 2] } else { &content[..] };
+            let carried = result["structuredContent"]["stdout"].as_str().unwrap();
+            let used: usize = kept.iter().map(|block| to_json(block).len()).sum::<usize>()
+                + text_json_len(carried);
+            proptest::prop_assert!(used <= limit, "{used} > {limit}: {result}");
+            let streamed = |group: &str| -> String {
+                chunks.iter().filter(|(g, _)| *g == Some(group)).map(|(_, t)| t.as_str()).collect()
+            };
+            proptest::prop_assert!(streamed("stdout").starts_with(carried));
+            if !truncated {
+                proptest::prop_assert_eq!(carried, streamed("stdout"));
+                proptest::prop_assert_eq!(kept.len(), {
+                    let mut blocks = 0;
+                    let mut last: Option<Option<&str>> = None;
+                    for (group, _) in &chunks {
+                        if group.is_none() || last != Some(*group) {
+                            blocks += 1;
+                        }
+                        last = Some(*group);
+                    }
+                    blocks
+                });
+            }
+        }
     }
 }

@@ -73,6 +73,10 @@ impl McpServer {
             )),
             "initialize" => Ok(Some(lifecycle::initialize(state, session, &params))),
             "tools/call" => tools::call(state, session, &scope, id, params, out).await,
+            // Streams: the task's questions come on it.
+            "tasks/result" if era == Era::Session => {
+                tasks::result(state, session, &params, out).await.map(Some)
+            }
             other => dispatch(state, session, &scope, other, &params)
                 .await
                 .map(Some),

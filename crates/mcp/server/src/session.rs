@@ -1,11 +1,11 @@
 //! A client's session, and the messages a request sends before its response.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use weir_core::{LogLevel, RunId};
 use weir_runtime::now_ms;
 
@@ -57,6 +57,52 @@ pub(crate) fn outbound(bound: usize) -> (Outbound, Delivery) {
     delivery::channel(bound)
 }
 
+/// A question a run asked this session's client, as it is sent: the same
+/// request, same id, goes out on every stream that follows the run until
+/// the question is answered or withdrawn, so the client's answer to any
+/// delivery is the one answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Question {
+    /// The JSON-RPC id of the request.
+    pub(crate) id: String,
+    /// The request, as JSON text.
+    pub(crate) request: String,
+}
+
+/// The questions of one run, as the streams that follow it see them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Questions {
+    /// Asked and waiting for the client's answer, oldest first.
+    pub(crate) open: Vec<Question>,
+    /// The ids of the latest questions withdrawn unanswered (the run stopped
+    /// waiting), newest last: a stream that sent one tells the client that
+    /// no answer is wanted any more.
+    pub(crate) withdrawn: VecDeque<String>,
+    /// The client cancelled the call: it needs no word about its questions.
+    pub(crate) quiet: bool,
+}
+
+/// How many withdrawn question ids [`Questions`] keeps: more than a run
+/// asks while one stream lags behind.
+const WITHDRAWN_KEPT: usize = 16;
+
+impl Questions {
+    /// Takes question `id` off the open list; `withdrawn` when it was not
+    /// answered.
+    pub(crate) fn close(&mut self, id: &str, withdrawn: bool) {
+        self.open.retain(|question| question.id != id);
+        if withdrawn {
+            if self.withdrawn.len() == WITHDRAWN_KEPT {
+                self.withdrawn.pop_front();
+            }
+            self.withdrawn.push_back(id.to_owned());
+        }
+    }
+}
+
+/// What a stream that follows a run watches for the run's questions.
+pub(crate) type Asked = watch::Receiver<Questions>;
+
 /// What a client set up with `initialize` (session era), or a stand-in for
 /// one request (stateless era). Holds the calls that `notifications/cancelled`
 /// can reach and the parameters a resumed stream needs.
@@ -79,6 +125,8 @@ struct SessionState {
     streams: HashMap<RunId, (Value, Scope)>,
     /// Requests weir sent the client, by id, waiting for its response.
     pending: HashMap<String, oneshot::Sender<Result<Value, Value>>>,
+    /// Run → the questions it asked this client, while it can ask more.
+    asked: HashMap<RunId, watch::Sender<Questions>>,
     next_request: u64,
 }
 
@@ -129,16 +177,36 @@ impl Session {
     }
 
     /// Marks the call of `request_id` cancelled by the client (it is owed no
-    /// response then) and returns its run; `None` if no call of that id is
-    /// going.
+    /// response then) and returns its run; `None` if no call of that id was
+    /// made in this session.
+    ///
+    /// A call whose stream the client left (2025-11-25: that does not
+    /// cancel it) goes on without a follower, perhaps waiting for the
+    /// client's answer; the client can still cancel it by its request id.
+    /// Ids may be reused once a call is over, so of several such calls the
+    /// newest is taken (run ids are time-ordered); cancelling a run that
+    /// has ended does nothing.
     pub(crate) fn cancel_call(&self, request_id: &Value) -> Option<RunId> {
         let mut state = self.state();
         let key = request_id.to_string();
-        let run = state.calls.get(&key).cloned();
-        if run.is_some() {
-            state.cancelled.insert(key);
+        let run = match state.calls.get(&key) {
+            Some(run) => {
+                let run = run.clone();
+                state.cancelled.insert(key);
+                run
+            }
+            None => state
+                .streams
+                .iter()
+                .filter(|(_, (id, _))| id == request_id)
+                .map(|(run, _)| run)
+                .max()?
+                .clone(),
+        };
+        if let Some(questions) = state.asked.get(&run) {
+            questions.send_modify(|questions| questions.quiet = true);
         }
-        run
+        Some(run)
     }
 
     /// Forgets a finished call; returns whether the client had cancelled it.
@@ -157,6 +225,39 @@ impl Session {
         let (sender, answer) = oneshot::channel();
         state.pending.insert(id.clone(), sender);
         (id, answer)
+    }
+
+    /// Drops request `id` to the client: nothing waits for its response any
+    /// more, and a late one is ignored.
+    pub(crate) fn withdraw_request(&self, id: &str) {
+        self.state().pending.remove(id);
+    }
+
+    /// Starts keeping the questions run `run_id` asks this client, for the
+    /// streams that follow it; returns where to post them.
+    pub(crate) fn open_questions(&self, run_id: &RunId) -> watch::Sender<Questions> {
+        self.state()
+            .asked
+            .entry(run_id.clone())
+            .or_insert_with(|| watch::Sender::new(Questions::default()))
+            .clone()
+    }
+
+    /// The questions of run `run_id` to watch, while it can ask this client.
+    pub(crate) fn questions(&self, run_id: &RunId) -> Option<Asked> {
+        self.state().asked.get(run_id).map(watch::Sender::subscribe)
+    }
+
+    /// Forgets run `run_id`'s questions: it will ask no more.
+    pub(crate) fn close_questions(&self, run_id: &RunId) {
+        self.state().asked.remove(run_id);
+    }
+
+    /// The client ended the session: its runs' questions will get no
+    /// answer, so they fail now (the tool is told the client is gone)
+    /// rather than when their time is up.
+    pub(crate) fn end(&self) {
+        self.state().pending.clear();
     }
 
     /// Delivers the client's response to a request weir sent.

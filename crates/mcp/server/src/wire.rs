@@ -223,12 +223,26 @@ fn write_value(out: &mut String, value: &Value) {
     }
 }
 
+/// How many bytes a text block takes as JSON besides its text:
+/// `{"type":"text","text":""}`.
+pub(crate) const TEXT_BLOCK_LEN: usize = 25;
+
 /// How many bytes `block` takes as JSON (what [`McpContent`] writes).
 pub(crate) fn content_len(block: &Content) -> usize {
     match block {
-        // `{"type":"text","text":""}` is 25 bytes.
-        Content::Text { text } if !needs_escape(text.as_bytes()) => text.len() + 25,
+        Content::Text { text } => TEXT_BLOCK_LEN + text_json_len(text),
         other => json_len(&McpContent(other)),
+    }
+}
+
+/// How many bytes `text` takes inside a JSON string (escaped, without the
+/// quotes). JSON escapes character by character, so the length of two
+/// texts joined is the sum of their lengths.
+pub(crate) fn text_json_len(text: &str) -> usize {
+    if needs_escape(text.as_bytes()) {
+        json_len(&text) - 2
+    } else {
+        text.len()
     }
 }
 
@@ -453,5 +467,10 @@ mod tests {
             let json = serde_json::to_string(&McpContent(&block)).unwrap();
             assert_eq!(content_len(&block), json.len(), "{json}");
         }
+        let (a, b) = ("tab\there ", "\"quoted\" é\n");
+        assert_eq!(
+            text_json_len(a) + text_json_len(b),
+            serde_json::to_string(&format!("{a}{b}")).unwrap().len() - 2
+        );
     }
 }

@@ -126,7 +126,9 @@ impl Incoming {
         let id = object.remove("id");
         let invalid = |id: Option<Value>, why: &str| {
             Err((
-                id.unwrap_or(Value::Null),
+                // Not an id at all (1.5, an object): JSON-RPC answers null.
+                id.filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+                    .unwrap_or(Value::Null),
                 RpcError::new(code::INVALID_REQUEST, format!("invalid request: {why}")),
             ))
         };

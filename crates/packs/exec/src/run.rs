@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use weir_core::{Completed, Content, FailureCode, Meta, Partial, RunError, Warning};
+use weir_core::{
+    Completed, Content, FailureCode, Meta, Partial, ProgressUnit, RunError, Warning,
+};
 use weir_runtime::{EmitError, RunContext};
 
 use super::Shared;
@@ -62,6 +64,7 @@ pub(crate) async fn execute(
         total: None,
         backends: vec![jail.isolation().mode().to_owned()],
         info,
+        progress_unit: Some(ProgressUnit::Lines),
     })
     .await
     .map_err(emit_failed)?;

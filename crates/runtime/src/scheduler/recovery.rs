@@ -12,7 +12,11 @@ use crate::log::{EventLog, LogError, RunFilter};
 pub async fn recover_interrupted(log: &dyn EventLog, node: &str) -> Result<usize, LogError> {
     let open = log
         .list_runs(&RunFilter {
-            states: vec![RunState::Pending, RunState::Working],
+            states: vec![
+                RunState::Pending,
+                RunState::Working,
+                RunState::InputRequired,
+            ],
             node: Some(node.to_owned()),
             ..RunFilter::default()
         })

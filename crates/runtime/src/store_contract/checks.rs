@@ -7,7 +7,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use serde_json::json;
-use weir_core::{Canceled, Completed, EventKind, RunState, Started, Violation};
+use weir_core::{
+    Canceled, Completed, EventKind, InputEnded, InputKind, InputOutcome, InputRequired, RunState,
+    Started, Violation,
+};
 
 use super::StoreFactory;
 use super::support::*;
@@ -102,6 +105,68 @@ pub fn appends_that_break_the_log_are_refused_and_change_nothing(stores: &impl S
         let summary = log.get_run(&run).await.unwrap().unwrap();
         assert_eq!((summary.state, summary.events), (RunState::Completed, 3));
         assert!(summary.finished_ts.is_some());
+    });
+}
+
+/// A run that waits for its caller's answer is `input_required` in its
+/// summary and in a listing by state, and working again when the wait ends;
+/// a wait that begins twice, or ends without beginning, is refused.
+pub fn waits_for_input_are_kept_in_the_summary(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
+        let run = run_id("asks");
+        let asked = || {
+            EventKind::InputRequired(InputRequired {
+                input: InputKind::Sampling,
+                message: None,
+                timeout_ms: 60_000,
+            })
+        };
+        let answered = || {
+            EventKind::InputEnded(InputEnded {
+                outcome: InputOutcome::Answered,
+            })
+        };
+        log.append(events(&run, 0, vec![started("t"), asked()]).into())
+            .await
+            .unwrap();
+        let state = |summary: Option<RunSummary>| summary.map(|run| run.state);
+        assert_eq!(
+            state(log.get_run(&run).await.unwrap()),
+            Some(RunState::InputRequired)
+        );
+        let waiting = RunFilter {
+            states: vec![RunState::InputRequired],
+            ..RunFilter::default()
+        };
+        let listed = log.list_runs(&waiting).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].run_id, run);
+        let twice = log.append(events(&run, 2, vec![asked()]).into()).await;
+        assert!(
+            matches!(
+                twice,
+                Err(LogError::Invalid {
+                    violation: Violation::InputOutOfTurn { .. },
+                    ..
+                })
+            ),
+            "{twice:?}"
+        );
+        log.append(events(&run, 2, vec![answered()]).into())
+            .await
+            .unwrap();
+        assert_eq!(
+            state(log.get_run(&run).await.unwrap()),
+            Some(RunState::Working)
+        );
+        let unasked = log.append(events(&run, 3, vec![answered()]).into()).await;
+        assert!(unasked.is_err(), "{unasked:?}");
+        log.append(events(&run, 3, vec![asked(), done()]).into())
+            .await
+            .unwrap();
+        let summary = log.get_run(&run).await.unwrap().unwrap();
+        assert_eq!((summary.state, summary.events), (RunState::Completed, 5));
     });
 }
 

@@ -82,6 +82,7 @@ macro_rules! store_contract_tests {
         $crate::store_contract_tests! {
             @checks $stores;
             appends_that_break_the_log_are_refused_and_change_nothing,
+            waits_for_input_are_kept_in_the_summary,
             reads_page_through_a_log,
             reads_past_the_end_find_nothing,
             runs_are_listed_newest_first_and_filtered,

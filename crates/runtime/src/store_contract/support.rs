@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{
     Completed, Content, EventKind, FailureCode, Log, LogLevel, LogStream, Meta, Partial, Progress,
-    RunError, RunEvent, RunId, RunState, Seq, Started, Warning,
+    ProgressUnit, RunError, RunEvent, RunId, RunState, Seq, Started, Warning,
 };
 
 use crate::{EventLog, RunContext, Tool, ToolInfo};
@@ -55,8 +55,10 @@ pub fn body_event(selector: u8, i: u64) -> EventKind {
             ..Partial::default()
         }
         .into(),
+        // Every other one names a unit, so that stores keep the field.
         4 => Meta {
             total: Some(i),
+            progress_unit: i.is_multiple_of(2).then_some(ProgressUnit::Lines),
             ..Meta::default()
         }
         .into(),

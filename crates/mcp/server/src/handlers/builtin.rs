@@ -23,18 +23,73 @@ fn run_id_schema() -> Value {
     json!({ "type": "string", "description": "The run's id (the task id, for calls made as tasks)." })
 }
 
+/// An object schema: `properties`, all of them `required` but `optional`.
+fn object(properties: Value, optional: &[&str]) -> Value {
+    let required: Vec<&String> = properties
+        .as_object()
+        .expect("properties are an object")
+        .keys()
+        .filter(|name| !optional.contains(&name.as_str()))
+        .collect();
+    json!({ "type": "object", "properties": properties, "required": required })
+}
+
+/// A run's summary (`RunSummary` as JSON), in `runs_list` and `runs_get`.
+fn run_schema() -> Value {
+    let ts = |what: &str| json!({ "type": "integer", "minimum": 0, "description": format!("When {what}, Unix milliseconds.") });
+    object(
+        json!({
+            "run_id": run_id_schema(),
+            "tool": { "type": "string", "description": "The tool the run executes." },
+            "arguments": { "description": "The arguments it was called with." },
+            "node": { "type": "string", "description": "The node executing it." },
+            "state": { "type": "string", "description": "pending, working, input_required, completed, failed or canceled." },
+            "events": { "type": "integer", "minimum": 0, "description": "Events in its log: the next seq." },
+            "created_ts": ts("it was accepted"),
+            "updated_ts": ts("its last event was written"),
+            "finished_ts": { "type": ["integer", "null"], "minimum": 0, "description": "When its terminal event was written, Unix milliseconds; null while it runs." },
+        }),
+        &[],
+    )
+}
+
 /// weir's own tools as `tools/list` shows them. Built once: every
 /// `tools/call` looks its name and input schema up here.
+///
+/// Each returns its answer twice, as `structuredContent` and as the same
+/// JSON in a text block, and declares its shape as `outputSchema`: hosts
+/// that hand the model only one of the two lose nothing.
 pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
-    let tool = |name: &str, description: &str, properties: Value, required: &[&str]| {
+    let tool =
+        |name: &str, description: &str, properties: Value, required: &[&str], output: Value| {
+            json!({
+                "name": name,
+                "description": description,
+                "inputSchema": { "type": "object", "properties": properties, "required": required },
+                "outputSchema": output,
+                "execution": { "taskSupport": "forbidden" },
+                "annotations": { "readOnlyHint": name != "runs_cancel" },
+            })
+        };
+    let artifact = object(
         json!({
-            "name": name,
-            "description": description,
-            "inputSchema": { "type": "object", "properties": properties, "required": required },
-            "execution": { "taskSupport": "forbidden" },
-            "annotations": { "readOnlyHint": name != "runs_cancel" },
-        })
-    };
+            "name": { "type": "string" },
+            "uri": { "type": "string", "description": "weir://runs/{run_id}/artifacts/{name}" },
+            "mime": { "type": "string" },
+            "bytes": { "type": "integer", "minimum": 0 },
+            "sha256": { "type": "string" },
+        }),
+        &[],
+    );
+    let event = object(
+        json!({
+            "run_id": run_id_schema(),
+            "seq": { "type": "integer", "minimum": 0, "description": "Position in the run's log, dense from 0." },
+            "ts": { "type": "integer", "minimum": 0, "description": "When it was written, Unix milliseconds." },
+            "type": { "type": "string", "description": "started, meta, progress, log, partial, artifact, warning, then completed, failed or canceled; the other fields are those of the type." },
+        }),
+        &[],
+    );
     vec![
         tool(
             "runs_list",
@@ -45,12 +100,17 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                 "limit": { "type": "integer", "minimum": 1, "maximum": 1000 },
             }),
             &[],
+            object(
+                json!({ "runs": { "type": "array", "items": run_schema() } }),
+                &[],
+            ),
         ),
         tool(
             "runs_get",
             "Show one run: tool, arguments, state, event count, timing.",
             json!({ "run_id": run_id_schema() }),
             &["run_id"],
+            object(json!({ "run": run_schema() }), &[]),
         ),
         tool(
             "runs_events",
@@ -61,12 +121,29 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                 "limit": { "type": "integer", "minimum": 1, "maximum": MAX_PAGE },
             }),
             &["run_id"],
+            object(
+                json!({
+                    "run_id": run_id_schema(),
+                    "state": run_schema()["properties"]["state"].clone(),
+                    "events": { "type": "array", "items": event },
+                    "next_seq": { "type": "integer", "minimum": 0, "description": "Where the next page starts." },
+                    "done": { "type": "boolean", "description": "Whether the run has ended and this page reached its end." },
+                }),
+                &[],
+            ),
         ),
         tool(
             "runs_cancel",
             "Cancel a run that is still going; it ends as canceled.",
             json!({ "run_id": run_id_schema(), "reason": { "type": "string" } }),
             &["run_id"],
+            object(
+                json!({
+                    "run_id": run_id_schema(),
+                    "cancelled": { "type": "boolean", "description": "Whether this node was executing or holding the run, and cancelled it." },
+                }),
+                &[],
+            ),
         ),
         tool(
             "runs_artifact",
@@ -78,16 +155,46 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                 "length": { "type": "integer", "minimum": 1, "maximum": MAX_ARTIFACT_PAGE },
             }),
             &["run_id", "name"],
+            object(
+                json!({
+                    "artifact": artifact,
+                    "offset": { "type": "integer", "minimum": 0 },
+                    "next_offset": { "type": "integer", "minimum": 0, "description": "Where the next page starts." },
+                    "done": { "type": "boolean", "description": "Whether this page reached the end of the file." },
+                    "data": object(
+                        json!({
+                            "text": { "type": "string", "description": "The page, when it is UTF-8." },
+                            "base64": { "type": "string", "description": "The page in standard, padded base64, when it is not UTF-8." },
+                        }),
+                        &["text", "base64"],
+                    ),
+                }),
+                &[],
+            ),
         ),
         tool(
             "get_status",
             "weir's version, protocol revisions, store, streaming capabilities and which tools stream.",
             json!({}),
             &[],
+            object(
+                json!({
+                    "name": { "type": "string" },
+                    "version": { "type": "string" },
+                    "protocolVersions": { "type": "array", "items": { "type": "string" } },
+                    "store": { "type": "string" },
+                    "queued": { "type": "integer", "minimum": 0, "description": "Runs waiting for a slot now." },
+                    "streaming": { "type": "object", "description": "How a client can follow a run: progress, partial results, tasks, SSE, resuming." },
+                    "streamingTools": { "type": "array", "items": { "type": "string" }, "description": "The tools that stream partial results." },
+                }),
+                &[],
+            ),
         ),
     ]
 });
 
+/// A successful answer: `value` as `structuredContent`, and the same JSON,
+/// pretty-printed, as text.
 fn structured(value: Value) -> Value {
     json!({
         "content": [{ "type": "text", "text": serde_json::to_string_pretty(&value).unwrap_or_default() }],

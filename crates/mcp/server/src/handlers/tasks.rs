@@ -11,8 +11,9 @@ use weir_mcp_wire::revision::TASKS_EXTENSION;
 use weir_runtime::log::{RunFilter, RunSummary};
 
 use crate::errors::{internal, required_str};
-use crate::follow::final_result;
+use crate::follow::{FollowError, final_result, follow_asking};
 use crate::protocol::{Era, Scope, meta_key};
+use crate::session::{Outbound, Session};
 use crate::state::ServerState;
 
 /// How often clients should poll.
@@ -32,6 +33,12 @@ pub(crate) fn client_accepts_tasks(scope: &Scope) -> bool {
 fn status(state: RunState, era: Era) -> &'static str {
     match state {
         RunState::Pending | RunState::Working => "working",
+        // 2025-11-25: the task's questions come on its `tasks/result`
+        // stream. The extension's `input_required` promises `inputRequests`
+        // to answer with `tasks/update`, which weir does not offer: to a
+        // stateless client the run is working (its question times out).
+        RunState::InputRequired if era == Era::Session => "input_required",
+        RunState::InputRequired => "working",
         RunState::Completed => "completed",
         // A failed run answers with a result marked isError. 2025-11-25 calls
         // that task `failed`; the extension calls it `completed` and inlines
@@ -143,12 +150,6 @@ pub(crate) async fn request(
             }
             Ok(task)
         }
-        ("tasks/result", Era::Session) => {
-            // Blocks until the run ends: following the log waits for it.
-            let mut result = final_result(state, &run.run_id).await?;
-            result["_meta"] = json!({ meta_key::RELATED_TASK: { "taskId": run.run_id } });
-            Ok(result)
-        }
         ("tasks/cancel", _) => {
             if run.state.is_terminal() && era == Era::Session {
                 return Err(RpcError::invalid_params(format!(
@@ -172,6 +173,37 @@ pub(crate) async fn request(
         ("tasks/update", Era::Stateless) => Ok(json!({})),
         _ => Err(method_gone(method)),
     }
+}
+
+/// `tasks/result` in a session (2025-11-25): the task's result, once its
+/// run has ended. Meanwhile the questions the run waits on (its task is
+/// `input_required`) go to the client on this request's stream, each
+/// naming the task (`related-task`): the requestor calls `tasks/result`
+/// when it sees `input_required`, and answers them.
+pub(crate) async fn result(
+    state: &ServerState,
+    session: &Session,
+    params: &Value,
+    out: &Outbound,
+) -> Result<Value, RpcError> {
+    let task_id = required_str(params, "taskId")?;
+    let run = run_summary(state, task_id).await?;
+    let quiet = Scope {
+        era: Era::Session,
+        client_capabilities: json!({}),
+        progress_token: None,
+        partial_token: None,
+        log_level: None,
+    };
+    let asked = session.questions(&run.run_id);
+    // Blocks until the run ends: following the log waits for it.
+    let mut result = match follow_asking(state, &run.run_id, None, quiet, out, asked).await {
+        Ok(result) => result,
+        Err(FollowError::Rpc(error)) => return Err(error),
+        Err(FollowError::ClientGone) => return Err(RpcError::internal("lost the result stream")),
+    };
+    result["_meta"] = json!({ meta_key::RELATED_TASK: { "taskId": run.run_id } });
+    Ok(result)
 }
 
 fn method_gone(method: &str) -> RpcError {

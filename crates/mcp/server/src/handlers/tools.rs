@@ -9,7 +9,7 @@ use weir_mcp_wire::jsonrpc::RpcError;
 use weir_runtime::{RunOptions, SubmitError, ToolInfo};
 
 use crate::errors::{internal, required_str};
-use crate::follow::{FollowError, follow};
+use crate::follow::{FollowError, follow, relay_questions};
 use crate::handlers::{builtin, tasks};
 use crate::protocol::{Era, Scope};
 use crate::session::{Outbound, Session};
@@ -65,9 +65,10 @@ pub(crate) async fn call(
         && scope.progress_token.is_none()
         && scope.partial_token.is_none();
     // Questions the tool asks (sampling, elicitation) go to this client on
-    // this call's stream; a task or a stateless call has no one to ask.
+    // this call's stream (a task's: on its tasks/result stream); a
+    // stateless call has no one to ask.
     let (questions, asked) = mpsc::channel(8);
-    let answering = scope.era == Era::Session && !legacy_task;
+    let answering = scope.era == Era::Session;
     let options = RunOptions {
         input_requests: answering.then_some(questions),
         ..RunOptions::default()
@@ -93,6 +94,10 @@ pub(crate) async fn call(
     };
     let run_id = handle.run_id().clone();
     if legacy_task || stateless_task {
+        if legacy_task {
+            let capabilities = &scope.client_capabilities;
+            relay_questions(session, &run_id, asked, capabilities, Some(&run_id));
+        }
         return tasks::created(state, scope.era, &run_id).await.map(Some);
     }
     session.track_call(request_id, &run_id, scope);

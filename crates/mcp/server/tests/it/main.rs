@@ -2,7 +2,9 @@
 //! and HTTP (a real socket), driven message by message.
 
 mod http;
+mod input;
 mod progress;
+mod results;
 mod snapshots;
 mod stdio;
 mod support;

@@ -101,7 +101,13 @@ fn stateless(mut params: Value, capabilities: Value) -> Value {
 
 /// Plays `steps` against a fresh server and compares the transcript with `expect`.
 async fn check(opening: Opening, steps: Vec<Step>, expect: Expect) {
-    let mut client = LineClient::over(fixtures_server().await);
+    check_on(fixtures_server().await, opening, steps, expect).await;
+}
+
+/// [`check`], against `server`: for the few transcripts that need a tool
+/// the fixtures do not have.
+async fn check_on(server: McpServer, opening: Opening, steps: Vec<Step>, expect: Expect) {
+    let mut client = LineClient::over(server);
     if let Opening::Session(capabilities) = opening {
         client.initialize(capabilities).await;
     }
@@ -199,7 +205,11 @@ impl Redactor {
                 let mut entries: Vec<(String, Value)> = object.into_iter().collect();
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
                 let redacted = entries.into_iter().map(|(key, value)| {
-                    let value = if TIME_KEYS.contains(&key.as_str()) && !value.is_null() {
+                    // A point in time is a number or a string; an object
+                    // under such a key is a schema's property, kept.
+                    let value = if TIME_KEYS.contains(&key.as_str())
+                        && (value.is_number() || value.is_string())
+                    {
                         Value::from("<time>")
                     } else {
                         self.redact(value)
@@ -475,7 +485,14 @@ async fn session_tools_list() {
                       "description": "Asks the user for a username and an email (elicitation/create) and returns the answer (conformance fixture).",
                       "execution": {"taskSupport": "optional"},
                       "inputSchema": {
-                        "properties": {"message": {"type": "string"}},
+                        "properties": {
+                          "message": {"type": "string"},
+                          "timeout_ms": {
+                            "description": "How long to wait for the client's answer, in milliseconds (default 600000).",
+                            "minimum": 1,
+                            "type": "integer"
+                          }
+                        },
                         "required": ["message"],
                         "type": "object"
                       },
@@ -521,7 +538,14 @@ async fn session_tools_list() {
                       "description": "Asks the client's model to complete `prompt` (sampling/createMessage) and returns the answer (conformance fixture).",
                       "execution": {"taskSupport": "optional"},
                       "inputSchema": {
-                        "properties": {"prompt": {"type": "string"}},
+                        "properties": {
+                          "prompt": {"type": "string"},
+                          "timeout_ms": {
+                            "description": "How long to wait for the client's answer, in milliseconds (default 600000).",
+                            "minimum": 1,
+                            "type": "integer"
+                          }
+                        },
                         "required": ["prompt"],
                         "type": "object"
                       },
@@ -561,7 +585,63 @@ async fn session_tools_list() {
                         "required": [],
                         "type": "object"
                       },
-                      "name": "runs_list"
+                      "name": "runs_list",
+                      "outputSchema": {
+                        "properties": {
+                          "runs": {
+                            "items": {
+                              "properties": {
+                                "arguments": {"description": "The arguments it was called with."},
+                                "created_ts": {
+                                  "description": "When it was accepted, Unix milliseconds.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                },
+                                "events": {
+                                  "description": "Events in its log: the next seq.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                },
+                                "finished_ts": {
+                                  "description": "When its terminal event was written, Unix milliseconds; null while it runs.",
+                                  "minimum": 0,
+                                  "type": ["integer", "null"]
+                                },
+                                "node": {"description": "The node executing it.", "type": "string"},
+                                "run_id": {
+                                  "description": "The run's id (the task id, for calls made as tasks).",
+                                  "type": "string"
+                                },
+                                "state": {
+                                  "description": "pending, working, input_required, completed, failed or canceled.",
+                                  "type": "string"
+                                },
+                                "tool": {"description": "The tool the run executes.", "type": "string"},
+                                "updated_ts": {
+                                  "description": "When its last event was written, Unix milliseconds.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                }
+                              },
+                              "required": [
+                                "arguments",
+                                "created_ts",
+                                "events",
+                                "finished_ts",
+                                "node",
+                                "run_id",
+                                "state",
+                                "tool",
+                                "updated_ts"
+                              ],
+                              "type": "object"
+                            },
+                            "type": "array"
+                          }
+                        },
+                        "required": ["runs"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": true},
@@ -577,7 +657,60 @@ async fn session_tools_list() {
                         "required": ["run_id"],
                         "type": "object"
                       },
-                      "name": "runs_get"
+                      "name": "runs_get",
+                      "outputSchema": {
+                        "properties": {
+                          "run": {
+                            "properties": {
+                              "arguments": {"description": "The arguments it was called with."},
+                              "created_ts": {
+                                "description": "When it was accepted, Unix milliseconds.",
+                                "minimum": 0,
+                                "type": "integer"
+                              },
+                              "events": {
+                                "description": "Events in its log: the next seq.",
+                                "minimum": 0,
+                                "type": "integer"
+                              },
+                              "finished_ts": {
+                                "description": "When its terminal event was written, Unix milliseconds; null while it runs.",
+                                "minimum": 0,
+                                "type": ["integer", "null"]
+                              },
+                              "node": {"description": "The node executing it.", "type": "string"},
+                              "run_id": {
+                                "description": "The run's id (the task id, for calls made as tasks).",
+                                "type": "string"
+                              },
+                              "state": {
+                                "description": "pending, working, input_required, completed, failed or canceled.",
+                                "type": "string"
+                              },
+                              "tool": {"description": "The tool the run executes.", "type": "string"},
+                              "updated_ts": {
+                                "description": "When its last event was written, Unix milliseconds.",
+                                "minimum": 0,
+                                "type": "integer"
+                              }
+                            },
+                            "required": [
+                              "arguments",
+                              "created_ts",
+                              "events",
+                              "finished_ts",
+                              "node",
+                              "run_id",
+                              "state",
+                              "tool",
+                              "updated_ts"
+                            ],
+                            "type": "object"
+                          }
+                        },
+                        "required": ["run"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": true},
@@ -595,7 +728,57 @@ async fn session_tools_list() {
                         "required": ["run_id"],
                         "type": "object"
                       },
-                      "name": "runs_events"
+                      "name": "runs_events",
+                      "outputSchema": {
+                        "properties": {
+                          "done": {
+                            "description": "Whether the run has ended and this page reached its end.",
+                            "type": "boolean"
+                          },
+                          "events": {
+                            "items": {
+                              "properties": {
+                                "run_id": {
+                                  "description": "The run's id (the task id, for calls made as tasks).",
+                                  "type": "string"
+                                },
+                                "seq": {
+                                  "description": "Position in the run's log, dense from 0.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                },
+                                "ts": {
+                                  "description": "When it was written, Unix milliseconds.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                },
+                                "type": {
+                                  "description": "started, meta, progress, log, partial, artifact, warning, then completed, failed or canceled; the other fields are those of the type.",
+                                  "type": "string"
+                                }
+                              },
+                              "required": ["run_id", "seq", "ts", "type"],
+                              "type": "object"
+                            },
+                            "type": "array"
+                          },
+                          "next_seq": {
+                            "description": "Where the next page starts.",
+                            "minimum": 0,
+                            "type": "integer"
+                          },
+                          "run_id": {
+                            "description": "The run's id (the task id, for calls made as tasks).",
+                            "type": "string"
+                          },
+                          "state": {
+                            "description": "pending, working, input_required, completed, failed or canceled.",
+                            "type": "string"
+                          }
+                        },
+                        "required": ["done", "events", "next_seq", "run_id", "state"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": false},
@@ -612,7 +795,21 @@ async fn session_tools_list() {
                         "required": ["run_id"],
                         "type": "object"
                       },
-                      "name": "runs_cancel"
+                      "name": "runs_cancel",
+                      "outputSchema": {
+                        "properties": {
+                          "cancelled": {
+                            "description": "Whether this node was executing or holding the run, and cancelled it.",
+                            "type": "boolean"
+                          },
+                          "run_id": {
+                            "description": "The run's id (the task id, for calls made as tasks).",
+                            "type": "string"
+                          }
+                        },
+                        "required": ["cancelled", "run_id"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": true},
@@ -631,14 +828,84 @@ async fn session_tools_list() {
                         "required": ["run_id", "name"],
                         "type": "object"
                       },
-                      "name": "runs_artifact"
+                      "name": "runs_artifact",
+                      "outputSchema": {
+                        "properties": {
+                          "artifact": {
+                            "properties": {
+                              "bytes": {"minimum": 0, "type": "integer"},
+                              "mime": {"type": "string"},
+                              "name": {"type": "string"},
+                              "sha256": {"type": "string"},
+                              "uri": {"description": "weir://runs/{run_id}/artifacts/{name}", "type": "string"}
+                            },
+                            "required": ["bytes", "mime", "name", "sha256", "uri"],
+                            "type": "object"
+                          },
+                          "data": {
+                            "properties": {
+                              "base64": {
+                                "description": "The page in standard, padded base64, when it is not UTF-8.",
+                                "type": "string"
+                              },
+                              "text": {"description": "The page, when it is UTF-8.", "type": "string"}
+                            },
+                            "required": [],
+                            "type": "object"
+                          },
+                          "done": {
+                            "description": "Whether this page reached the end of the file.",
+                            "type": "boolean"
+                          },
+                          "next_offset": {
+                            "description": "Where the next page starts.",
+                            "minimum": 0,
+                            "type": "integer"
+                          },
+                          "offset": {"minimum": 0, "type": "integer"}
+                        },
+                        "required": ["artifact", "data", "done", "next_offset", "offset"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": true},
                       "description": "weir's version, protocol revisions, store, streaming capabilities and which tools stream.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {"properties": {}, "required": [], "type": "object"},
-                      "name": "get_status"
+                      "name": "get_status",
+                      "outputSchema": {
+                        "properties": {
+                          "name": {"type": "string"},
+                          "protocolVersions": {"items": {"type": "string"}, "type": "array"},
+                          "queued": {
+                            "description": "Runs waiting for a slot now.",
+                            "minimum": 0,
+                            "type": "integer"
+                          },
+                          "store": {"type": "string"},
+                          "streaming": {
+                            "description": "How a client can follow a run: progress, partial results, tasks, SSE, resuming.",
+                            "type": "object"
+                          },
+                          "streamingTools": {
+                            "description": "The tools that stream partial results.",
+                            "items": {"type": "string"},
+                            "type": "array"
+                          },
+                          "version": {"type": "string"}
+                        },
+                        "required": [
+                          "name",
+                          "protocolVersions",
+                          "queued",
+                          "store",
+                          "streaming",
+                          "streamingTools",
+                          "version"
+                        ],
+                        "type": "object"
+                      }
                     }
                   ]
                 }
@@ -831,6 +1098,77 @@ async fn session_tools_call_with_only_a_progress_token() {
                     {"text": "streamed 3 items", "type": "text"}
                   ],
                   "structuredContent": {"count": 3}
+                }
+              }
+        "#]],
+    )
+    .await;
+}
+
+/// A program-like tool (the test suite's `program`, a stand-in for
+/// `execute_code`) that wrote to stdout and stderr: the final result has
+/// one block per stretch of a stream, each saying its stream since there
+/// are two, then the tool's summary; its structured result carries each
+/// stream's text (its text fields), whether it was cut, and the run.
+#[tokio::test]
+async fn session_tools_call_of_a_program_writing_two_streams() {
+    let mut tools = weir_fixtures::fixture_tools();
+    tools.push(Arc::new(crate::support::ProgramTool));
+    let scheduler = Scheduler::start(
+        Arc::new(MemoryLog::new()),
+        tools,
+        SchedulerConfig::default(),
+    )
+    .await
+    .unwrap();
+    let server = McpServer::new(
+        scheduler,
+        Arc::new(weir_fixtures::FixtureCatalog),
+        ServerConfig::default(),
+    );
+    check_on(
+        server,
+        Opening::Session(json!({})),
+        vec![Request(
+            "tools/call",
+            json!({"name": "program", "arguments": {"writes": [
+                ["stdout", "one\n"], ["stdout", "two\n"], ["stderr", "careful\n"], ["stdout", "three\n"]
+            ]}}),
+        )],
+        expect![[r#"
+            → {
+                "id": 1,
+                "jsonrpc": "2.0",
+                "method": "tools/call",
+                "params": {
+                  "arguments": {
+                    "writes": [
+                      ["stdout", "one\n"],
+                      ["stdout", "two\n"],
+                      ["stderr", "careful\n"],
+                      ["stdout", "three\n"]
+                    ]
+                  },
+                  "name": "program"
+                }
+              }
+            ← {
+                "id": 1,
+                "jsonrpc": "2.0",
+                "result": {
+                  "content": [
+                    {"text": "[stdout]\none\ntwo\n", "type": "text"},
+                    {"text": "[stderr]\ncareful\n", "type": "text"},
+                    {"text": "[stdout]\nthree\n", "type": "text"},
+                    {"text": "[exit code 0]", "type": "text"}
+                  ],
+                  "structuredContent": {
+                    "exit_code": 0,
+                    "output_truncated": false,
+                    "output_uri": "weir://runs/<run-1>",
+                    "stderr": "careful\n",
+                    "stdout": "one\ntwo\nthree\n"
+                  }
                 }
               }
         "#]],
@@ -1639,7 +1977,14 @@ async fn stateless_tools_list() {
                       "description": "Asks the user for a username and an email (elicitation/create) and returns the answer (conformance fixture).",
                       "execution": {"taskSupport": "optional"},
                       "inputSchema": {
-                        "properties": {"message": {"type": "string"}},
+                        "properties": {
+                          "message": {"type": "string"},
+                          "timeout_ms": {
+                            "description": "How long to wait for the client's answer, in milliseconds (default 600000).",
+                            "minimum": 1,
+                            "type": "integer"
+                          }
+                        },
                         "required": ["message"],
                         "type": "object"
                       },
@@ -1685,7 +2030,14 @@ async fn stateless_tools_list() {
                       "description": "Asks the client's model to complete `prompt` (sampling/createMessage) and returns the answer (conformance fixture).",
                       "execution": {"taskSupport": "optional"},
                       "inputSchema": {
-                        "properties": {"prompt": {"type": "string"}},
+                        "properties": {
+                          "prompt": {"type": "string"},
+                          "timeout_ms": {
+                            "description": "How long to wait for the client's answer, in milliseconds (default 600000).",
+                            "minimum": 1,
+                            "type": "integer"
+                          }
+                        },
                         "required": ["prompt"],
                         "type": "object"
                       },
@@ -1725,7 +2077,63 @@ async fn stateless_tools_list() {
                         "required": [],
                         "type": "object"
                       },
-                      "name": "runs_list"
+                      "name": "runs_list",
+                      "outputSchema": {
+                        "properties": {
+                          "runs": {
+                            "items": {
+                              "properties": {
+                                "arguments": {"description": "The arguments it was called with."},
+                                "created_ts": {
+                                  "description": "When it was accepted, Unix milliseconds.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                },
+                                "events": {
+                                  "description": "Events in its log: the next seq.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                },
+                                "finished_ts": {
+                                  "description": "When its terminal event was written, Unix milliseconds; null while it runs.",
+                                  "minimum": 0,
+                                  "type": ["integer", "null"]
+                                },
+                                "node": {"description": "The node executing it.", "type": "string"},
+                                "run_id": {
+                                  "description": "The run's id (the task id, for calls made as tasks).",
+                                  "type": "string"
+                                },
+                                "state": {
+                                  "description": "pending, working, input_required, completed, failed or canceled.",
+                                  "type": "string"
+                                },
+                                "tool": {"description": "The tool the run executes.", "type": "string"},
+                                "updated_ts": {
+                                  "description": "When its last event was written, Unix milliseconds.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                }
+                              },
+                              "required": [
+                                "arguments",
+                                "created_ts",
+                                "events",
+                                "finished_ts",
+                                "node",
+                                "run_id",
+                                "state",
+                                "tool",
+                                "updated_ts"
+                              ],
+                              "type": "object"
+                            },
+                            "type": "array"
+                          }
+                        },
+                        "required": ["runs"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": true},
@@ -1741,7 +2149,60 @@ async fn stateless_tools_list() {
                         "required": ["run_id"],
                         "type": "object"
                       },
-                      "name": "runs_get"
+                      "name": "runs_get",
+                      "outputSchema": {
+                        "properties": {
+                          "run": {
+                            "properties": {
+                              "arguments": {"description": "The arguments it was called with."},
+                              "created_ts": {
+                                "description": "When it was accepted, Unix milliseconds.",
+                                "minimum": 0,
+                                "type": "integer"
+                              },
+                              "events": {
+                                "description": "Events in its log: the next seq.",
+                                "minimum": 0,
+                                "type": "integer"
+                              },
+                              "finished_ts": {
+                                "description": "When its terminal event was written, Unix milliseconds; null while it runs.",
+                                "minimum": 0,
+                                "type": ["integer", "null"]
+                              },
+                              "node": {"description": "The node executing it.", "type": "string"},
+                              "run_id": {
+                                "description": "The run's id (the task id, for calls made as tasks).",
+                                "type": "string"
+                              },
+                              "state": {
+                                "description": "pending, working, input_required, completed, failed or canceled.",
+                                "type": "string"
+                              },
+                              "tool": {"description": "The tool the run executes.", "type": "string"},
+                              "updated_ts": {
+                                "description": "When its last event was written, Unix milliseconds.",
+                                "minimum": 0,
+                                "type": "integer"
+                              }
+                            },
+                            "required": [
+                              "arguments",
+                              "created_ts",
+                              "events",
+                              "finished_ts",
+                              "node",
+                              "run_id",
+                              "state",
+                              "tool",
+                              "updated_ts"
+                            ],
+                            "type": "object"
+                          }
+                        },
+                        "required": ["run"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": true},
@@ -1759,7 +2220,57 @@ async fn stateless_tools_list() {
                         "required": ["run_id"],
                         "type": "object"
                       },
-                      "name": "runs_events"
+                      "name": "runs_events",
+                      "outputSchema": {
+                        "properties": {
+                          "done": {
+                            "description": "Whether the run has ended and this page reached its end.",
+                            "type": "boolean"
+                          },
+                          "events": {
+                            "items": {
+                              "properties": {
+                                "run_id": {
+                                  "description": "The run's id (the task id, for calls made as tasks).",
+                                  "type": "string"
+                                },
+                                "seq": {
+                                  "description": "Position in the run's log, dense from 0.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                },
+                                "ts": {
+                                  "description": "When it was written, Unix milliseconds.",
+                                  "minimum": 0,
+                                  "type": "integer"
+                                },
+                                "type": {
+                                  "description": "started, meta, progress, log, partial, artifact, warning, then completed, failed or canceled; the other fields are those of the type.",
+                                  "type": "string"
+                                }
+                              },
+                              "required": ["run_id", "seq", "ts", "type"],
+                              "type": "object"
+                            },
+                            "type": "array"
+                          },
+                          "next_seq": {
+                            "description": "Where the next page starts.",
+                            "minimum": 0,
+                            "type": "integer"
+                          },
+                          "run_id": {
+                            "description": "The run's id (the task id, for calls made as tasks).",
+                            "type": "string"
+                          },
+                          "state": {
+                            "description": "pending, working, input_required, completed, failed or canceled.",
+                            "type": "string"
+                          }
+                        },
+                        "required": ["done", "events", "next_seq", "run_id", "state"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": false},
@@ -1776,7 +2287,21 @@ async fn stateless_tools_list() {
                         "required": ["run_id"],
                         "type": "object"
                       },
-                      "name": "runs_cancel"
+                      "name": "runs_cancel",
+                      "outputSchema": {
+                        "properties": {
+                          "cancelled": {
+                            "description": "Whether this node was executing or holding the run, and cancelled it.",
+                            "type": "boolean"
+                          },
+                          "run_id": {
+                            "description": "The run's id (the task id, for calls made as tasks).",
+                            "type": "string"
+                          }
+                        },
+                        "required": ["cancelled", "run_id"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": true},
@@ -1795,14 +2320,84 @@ async fn stateless_tools_list() {
                         "required": ["run_id", "name"],
                         "type": "object"
                       },
-                      "name": "runs_artifact"
+                      "name": "runs_artifact",
+                      "outputSchema": {
+                        "properties": {
+                          "artifact": {
+                            "properties": {
+                              "bytes": {"minimum": 0, "type": "integer"},
+                              "mime": {"type": "string"},
+                              "name": {"type": "string"},
+                              "sha256": {"type": "string"},
+                              "uri": {"description": "weir://runs/{run_id}/artifacts/{name}", "type": "string"}
+                            },
+                            "required": ["bytes", "mime", "name", "sha256", "uri"],
+                            "type": "object"
+                          },
+                          "data": {
+                            "properties": {
+                              "base64": {
+                                "description": "The page in standard, padded base64, when it is not UTF-8.",
+                                "type": "string"
+                              },
+                              "text": {"description": "The page, when it is UTF-8.", "type": "string"}
+                            },
+                            "required": [],
+                            "type": "object"
+                          },
+                          "done": {
+                            "description": "Whether this page reached the end of the file.",
+                            "type": "boolean"
+                          },
+                          "next_offset": {
+                            "description": "Where the next page starts.",
+                            "minimum": 0,
+                            "type": "integer"
+                          },
+                          "offset": {"minimum": 0, "type": "integer"}
+                        },
+                        "required": ["artifact", "data", "done", "next_offset", "offset"],
+                        "type": "object"
+                      }
                     },
                     {
                       "annotations": {"readOnlyHint": true},
                       "description": "weir's version, protocol revisions, store, streaming capabilities and which tools stream.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {"properties": {}, "required": [], "type": "object"},
-                      "name": "get_status"
+                      "name": "get_status",
+                      "outputSchema": {
+                        "properties": {
+                          "name": {"type": "string"},
+                          "protocolVersions": {"items": {"type": "string"}, "type": "array"},
+                          "queued": {
+                            "description": "Runs waiting for a slot now.",
+                            "minimum": 0,
+                            "type": "integer"
+                          },
+                          "store": {"type": "string"},
+                          "streaming": {
+                            "description": "How a client can follow a run: progress, partial results, tasks, SSE, resuming.",
+                            "type": "object"
+                          },
+                          "streamingTools": {
+                            "description": "The tools that stream partial results.",
+                            "items": {"type": "string"},
+                            "type": "array"
+                          },
+                          "version": {"type": "string"}
+                        },
+                        "required": [
+                          "name",
+                          "protocolVersions",
+                          "queued",
+                          "store",
+                          "streaming",
+                          "streamingTools",
+                          "version"
+                        ],
+                        "type": "object"
+                      }
                     }
                   ],
                   "ttlMs": 0

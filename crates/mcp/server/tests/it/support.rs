@@ -53,6 +53,57 @@ impl Tool for LinesTool {
     }
 }
 
+/// A stand-in for a program runner such as `execute_code`: writes each
+/// `[group, text]` of `writes` as a partial of that group (`stdout`,
+/// `stderr`), stores what went to stdout as the artifact `stdout.txt`, and
+/// completes with `{"exit_code": 0}` and a summary block. Its stdout and
+/// stderr are text fields, so its structured result carries them.
+pub(crate) struct ProgramTool;
+
+#[async_trait]
+impl Tool for ProgramTool {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "program",
+            "writes text to stdout and stderr",
+            json!({"type": "object", "properties": {"writes": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}}, "required": ["writes"]}),
+        );
+        info.output_schema = Some(json!({
+            "type": "object",
+            "properties": {"exit_code": {"type": "integer"}},
+            "required": ["exit_code"],
+        }));
+        info.streams = true;
+        info.with_text_fields(&["stdout", "stderr"])
+    }
+    async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let mut stdout = String::new();
+        for write in args["writes"].as_array().into_iter().flatten() {
+            let (group, text) = (
+                write[0].as_str().unwrap_or("stdout"),
+                write[1].as_str().unwrap_or(""),
+            );
+            if group == "stdout" {
+                stdout.push_str(text);
+            }
+            let _ = ctx
+                .emit(Partial {
+                    content: vec![Content::text(text)],
+                    group: Some(group.into()),
+                    ..Partial::default()
+                })
+                .await;
+        }
+        let _ = ctx
+            .artifact("stdout.txt", "text/plain", stdout.into_bytes())
+            .await;
+        Ok(Completed {
+            content: vec![Content::text("[exit code 0]")],
+            structured: Some(json!({"exit_code": 0})),
+        })
+    }
+}
+
 pub(crate) async fn server(log: Arc<dyn EventLog>, result_limit: usize) -> McpServer {
     let config = SchedulerConfig {
         retention: None,

@@ -123,6 +123,13 @@ impl Running {
     /// yet reaped by whoever inherited them, do not count): a member of its
     /// cgroup or process group, or a process of its uid.
     pub(crate) fn leftovers(&self) -> bool {
+        {
+            let cg = self.cell.cgroup().is_some_and(|group| !group.is_empty());
+            let pg = weir_proc::group_alive(self.pid);
+            let uidp: Vec<i32> = self.cell.user().dedicated().map(weir_proc::pids_of).unwrap_or_default();
+            let stats: Vec<String> = uidp.iter().map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default()).collect();
+            eprintln!("DEBUG leftovers pid={} cg={cg} pg={pg} uid={uidp:?} {stats:?}", self.pid);
+        }
         self.cell.cgroup().is_some_and(|group| !group.is_empty())
             || weir_proc::group_alive(self.pid)
             || self

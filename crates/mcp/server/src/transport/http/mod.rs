@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use weir_core::{EventKind, RunId, Seq};
 use weir_runtime::{EventLog, LogError, Subscription};
 
-use crate::follow::{FollowError, follow};
+use crate::follow::{FollowError, follow_asking};
 use crate::protocol::Era;
 use crate::server::McpServer;
 use crate::session::{Delivery, Outgoing, Session, outbound};
@@ -433,7 +433,8 @@ fn sse_response(outgoing: Delivery) -> Response {
 }
 
 /// GET `/mcp`: with `Last-Event-ID` from a call stream, resumes it from the
-/// run log; weir sends nothing unsolicited, so there is no standalone stream.
+/// run log, asking again the questions the run waits on; weir sends
+/// nothing unsolicited, so there is no standalone stream.
 async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
     let Some(last) = headers.get(LAST_EVENT_ID) else {
         return (
@@ -464,7 +465,9 @@ async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Res
     let (outbound, outgoing) = outbound(256);
     let server = state.server.clone();
     tokio::spawn(async move {
-        let followed = follow(&server.state, &run_id, Some(seq), scope, &outbound, None).await;
+        let asked = session.questions(&run_id);
+        let followed =
+            follow_asking(&server.state, &run_id, Some(seq), scope, &outbound, asked).await;
         let message = match followed {
             Ok(result) => weir_mcp_wire::jsonrpc::response(&request_id, result),
             Err(FollowError::Rpc(error)) => error_response(&request_id, &error),
@@ -485,8 +488,12 @@ async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return plain_error(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header");
     };
-    match state.sessions.lock().expect("sessions lock").remove(id) {
-        Some(_) => StatusCode::OK.into_response(),
+    let removed = state.sessions.lock().expect("sessions lock").remove(id);
+    match removed {
+        Some(session) => {
+            session.end();
+            StatusCode::OK.into_response()
+        }
         None => plain_error(StatusCode::NOT_FOUND, "session not found"),
     }
 }
@@ -596,6 +603,7 @@ fn run_event_stream(stream: RunStream) -> impl Stream<Item = Result<Event, Infal
             EventKind::Progress(_) => "progress",
             EventKind::Warning(_) => "warning",
             EventKind::Log(_) => "log",
+            EventKind::InputRequired(_) | EventKind::InputEnded(_) => "input",
             EventKind::Artifact(_) => "artifact",
             EventKind::Completed(_) => "done",
             EventKind::Failed(_) | EventKind::Canceled(_) => "error",
