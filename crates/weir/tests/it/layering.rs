@@ -99,7 +99,8 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "weir",
         normal: None,
-        dev: &[],
+        // Its tests run real agent CLIs as MCP hosts against the fake model.
+        dev: &["weir-fake-model"],
         external: None,
     },
 ];
