@@ -169,6 +169,9 @@ pub(crate) async fn follow_asking(
                 deliver(to, &mut events, event.seq, message).await?;
             }
         }
+        if !fresh(event.seq) {
+            projector.discard_pending();
+        }
         flush_at = match (projector.has_pending(), flush_at) {
             (false, _) => None,
             (true, Some(at)) => Some(at),
@@ -219,7 +222,7 @@ async fn ask_again(
     for Question { id, request } in &questions.open {
         if !sent.contains(id) {
             let outgoing = Outgoing {
-                event_id: None.filter(|_: &EventId| position.seq > 0),
+                event_id: Some(position.clone()),
                 message: request.clone(),
             };
             out.send(outgoing)

@@ -294,10 +294,21 @@ impl Projector {
             self.last_progress_ts = Some(event.ts);
         }
         let progress = progress.and_then(|update| self.notification(update));
-        progress
-            .map(Projected::Progress)
+        // The event's own message first: both go out tagged with this
+        // event's seq, and a client cut off between them resumes after it.
+        // Cut after the progress, it would never get the partial; cut after
+        // the partial, it misses only a progress that the next one replaces.
+        own.map(Projected::Kept)
             .into_iter()
-            .chain(own.map(Projected::Kept))
+            .chain(progress.map(Projected::Progress))
+    }
+
+    /// Forgets the progress held back by the rate limit. A resumed stream
+    /// replays the events its client already had without sending them; the
+    /// progress held back among those was sent by the stream that client
+    /// left (on its timer) or is stale, so it must not go out again.
+    pub(crate) fn discard_pending(&mut self) {
+        self.pending = None;
     }
 
     /// Whether a progress notification is held back by the rate limit.
