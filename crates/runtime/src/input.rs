@@ -49,7 +49,7 @@ pub enum AskError {
     /// Nobody who can answer is following the run (a stateless call, or the
     /// client did not declare the capability).
     #[error(
-        "no client can answer this run's {0:?} request: call the tool from a client that declares that capability, in a session (a stateless call cannot be asked)"
+        "no client can answer this run's {0:?} request: the client did not declare that capability, or the call is stateless"
     )]
     NoResponder(InputKind),
     /// The client answered with an error.
@@ -86,7 +86,7 @@ impl From<AskError> for RunError {
         let (code, remediation) = match &error {
             AskError::NoResponder(_) => (
                 FailureCode::ToolError,
-                "call this tool from a client that supports sampling and elicitation",
+                "call this tool from a client that supports sampling and elicitation, in a session",
             ),
             AskError::TimedOut { .. } => (
                 FailureCode::Timeout,

@@ -588,9 +588,11 @@ fn closing_stdin_cancels_a_run_waiting_for_input() {
         }
     });
     let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    let initialized = received.recv_timeout(PATIENCE).expect("initialized");
+    assert_eq!(initialized["id"], 0, "{initialized}");
     let call = tools_call(1, "test_elicitation", json!({"message": "who are you?"}));
     for message in [
-        initialize,
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         call,
     ] {
@@ -626,9 +628,9 @@ fn closing_stdin_cancels_a_run_waiting_for_input() {
         .args(["runs", "events", run_id, "--json"])
         .output()
         .unwrap();
-    let kinds: Vec<String> = String::from_utf8_lossy(&events.stdout)
+    let kinds: Vec<Value> = String::from_utf8_lossy(&events.stdout)
         .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap()["type"].to_string())
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["type"].clone())
         .collect();
-    assert_eq!(kinds, ["\"started\"", "\"input_required\"", "\"canceled\""]);
+    assert_eq!(kinds, ["started", "input_required", "canceled"]);
 }
