@@ -294,22 +294,36 @@ pub(crate) fn execute_output_schema() -> Value {
             "signal": {"type": ["string", "null"], "description": "The signal that ended the program, e.g. SIGKILL."},
             "timed_out": {"type": "boolean"},
             "signals_sent": {"type": "array", "items": {"type": "string"}, "description": "Signals weir sent to the program (timeout: SIGTERM, then SIGKILL)."},
-            "leftovers_killed": {"type": "boolean", "description": "Processes the program left running were killed when it ended."},
+            "leftovers_killed": {"type": "boolean", "description": "weir killed processes the program left running: still alive a moment after it ended. In the sandbox everything the program left ends with it (its PID namespace ends with the program), so this is true there only if a process outlived that."},
             "duration_ms": {"type": "integer"},
             "stdout_bytes": {"type": "integer", "description": "Bytes the program wrote to stdout, shown or not."},
             "stderr_bytes": {"type": "integer"},
-            "shown_bytes": {"type": "integer", "description": "Bytes of output streamed as partial results."},
-            "truncated": {"type": "boolean", "description": "Output beyond output_limit_bytes was counted but not shown."},
-            "output_limit_bytes": {"type": "integer"},
-            "invalid_utf8": {"type": "boolean"},
-            "output_encoding": {"type": "string"},
+            "shown_bytes": {"type": "integer", "description": "Bytes of output streamed as partial results (at most output_limit_bytes)."},
+            "truncated": {"type": "boolean", "description": "The program wrote more than output_limit_bytes, exec's own cap on what a run streams: the rest was counted (stdout_bytes, stderr_bytes) but not kept anywhere. Not output_truncated, which says the stdout and stderr fields here were cut at the server's (smaller) result limit, with the whole streamed output still in the run at output_uri."},
+            "output_limit_bytes": {"type": "integer", "description": "exec's cap on the output a run streams and keeps (stdout and stderr together)."},
+            "invalid_utf8": {"type": "boolean", "description": "The output was not valid UTF-8: invalid bytes are shown as U+FFFD (call again with output_encoding \"base64\" for the exact bytes)."},
+            "output_encoding": {"type": "string", "enum": ["utf8", "base64"], "description": "How stdout and stderr (the partial results and the fields here) hold the output: text, or base64 of the exact bytes, each stream encoded as one whole."},
             "sandbox": {"type": "string", "enum": ["bubblewrap", "none"]},
             "memory_peak_bytes": {"type": ["integer", "null"], "description": "The most memory the run held at once; null where memory is not capped per run."},
             "oom_kills": {"type": ["integer", "null"], "description": "Processes of the run the kernel killed because the run reached its memory cap; null where memory is not capped per run."}
         },
-        "required": ["language", "exit_code", "signal", "timed_out", "duration_ms", "truncated", "sandbox"]
+        "required": ["language", "exit_code", "signal", "timed_out", "signals_sent", "leftovers_killed", "duration_ms", "stdout_bytes", "stderr_bytes", "shown_bytes", "truncated", "output_limit_bytes", "invalid_utf8", "output_encoding", "sandbox", "memory_peak_bytes", "oom_kills"]
     })
 }
+
+/// What `execute_code`'s text fields hold, which the server adds to its
+/// output schema (`ToolInfo::with_text_fields`) and fills from the run's
+/// partial results: said here, since only the tool knows.
+pub(crate) const EXECUTE_TEXT_FIELDS: [(&str, &str); 2] = [
+    (
+        "stdout",
+        "What the program wrote to stdout, in order (as text, or base64 with output_encoding \"base64\"); cut at the server's result limit when output_truncated is true, and never more than output_limit_bytes (see truncated).",
+    ),
+    (
+        "stderr",
+        "What the program wrote to stderr, in order (as text, or base64 with output_encoding \"base64\"); cut at the server's result limit when output_truncated is true, and never more than output_limit_bytes (see truncated).",
+    ),
+];
 
 /// `validate_code`'s input schema.
 pub(crate) fn validate_schema(languages: &[String]) -> Value {

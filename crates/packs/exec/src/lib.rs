@@ -31,9 +31,12 @@
 //! `meta` and `list_languages` state each limit with what it applies to
 //! (`"per": "run"`, `"process"`, `"file"`, `"user"`, or `"none"` with
 //! `"why"`). The program leads a new session; when it ends, whatever it
-//! left running is killed, and so is everything when the run is cancelled
-//! (the runtime drops the run's future; the guard's `Drop` sends SIGKILL at
-//! once).
+//! left running is killed (and the result says so), and so is everything
+//! when the run is cancelled (the runtime drops the run's future; the
+//! guard's `Drop` sends SIGKILL at once). Only what is still alive a moment
+//! after the program ended counts as left running: a process on its way
+//! out is not, and in the sandbox nothing is, since the sandbox ends with
+//! the program.
 //!
 //! **Output.** stdout and stderr become `partial` events with group
 //! `"stdout"` or `"stderr"`, each holding whole lines (as many as were read
@@ -47,12 +50,29 @@
 //! so, and the rest is only counted. Order *across* the two streams is the order weir read them,
 //! exact when the writes are more than a read apart (two pipes carry no
 //! common clock). Invalid UTF-8 is replaced (with one warning per stream),
-//! or `output_encoding: "base64"` sends the exact bytes. `meta` comes
-//! first: language, interpreter, version, the sandbox and the limits. The
-//! result's `structuredContent` has the exit code, signal, duration, byte
-//! counts, whether the output was truncated and, where memory is capped per
-//! run, the run's peak memory and how many of its processes the kernel
-//! killed at the cap.
+//! or `output_encoding: "base64"` sends the exact bytes: each stream's
+//! chunks are cut on 3-byte boundaries, so that joined they are the base64
+//! of the whole stream (the last 1 or 2 bytes of a chunk wait for the
+//! stream's next one). `meta` comes first: language, interpreter, version,
+//! the sandbox, the limits, and that progress counts lines.
+//!
+//! **Progress.** With the partials, `progress` events (`RunContext::milestone`):
+//! the lines written so far, the newest as the message, at most one report
+//! every 50 ms; phase `running`, then `timed out` and `killed` as the
+//! timeout stops the program. Lines are counted as the MCP server counts
+//! streamed text when it makes progress of partials itself, so a client
+//! sees one count throughout.
+//!
+//! **Result.** The text content is the summary (exit code or signal,
+//! duration, timeout, truncation, the sandbox); the MCP server puts the
+//! streamed output before it. The structured result has the exit code,
+//! signal, duration, byte counts, whether the output passed the cap
+//! (`truncated`) and, where memory is capped per run, the run's peak memory
+//! and how many of its processes the kernel killed at the cap; the tool
+//! declares `stdout` and `stderr` as text fields
+//! (`ToolInfo::with_text_fields`), so the server adds the output itself,
+//! within its result limit, for hosts that show their model only the
+//! structured result.
 //!
 //! **Sandbox.** With [`SandboxMode::Auto`] (the default) the pack tries
 //! bubblewrap at start — it runs a real sandboxed command as the run user —

@@ -1,17 +1,23 @@
 //! A program's output, cut and decoded for `partial` events: whole lines in
 //! chunks of bounded size, long lines split without breaking a character,
-//! invalid UTF-8 made visible, a cap per run. Pure: bytes in, chunks out.
+//! invalid UTF-8 made visible or the exact bytes in base64, a cap per run;
+//! and the lines counted for progress. Pure: bytes in, chunks out.
 
 use base64::Engine as _;
 
 /// One of a program's two output streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stream {
-    Stdout,
-    Stderr,
+    Stdout = 0,
+    Stderr = 1,
 }
 
 impl Stream {
+    /// Its place in per-stream arrays: stdout first.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
     /// The name used as the `partial` event's group.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -27,7 +33,8 @@ pub(crate) enum Encoding {
     /// UTF-8; invalid sequences become U+FFFD (and the run gets a warning).
     #[default]
     Utf8,
-    /// The exact bytes, base64-encoded, chunk by chunk.
+    /// The exact bytes, base64-encoded: each stream encoded as one whole,
+    /// chunk by chunk on 3-byte boundaries ([`Base64Stream`]).
     Base64,
 }
 
@@ -113,17 +120,103 @@ pub(crate) fn complete_prefix(bytes: &[u8]) -> usize {
 }
 
 /// A chunk as text, and whether it held invalid UTF-8 (replaced by U+FFFD).
-pub(crate) fn decode(chunk: Vec<u8>, encoding: Encoding) -> (String, bool) {
-    match encoding {
-        Encoding::Base64 => (
-            base64::engine::general_purpose::STANDARD.encode(chunk),
-            false,
-        ),
-        Encoding::Utf8 => match String::from_utf8(chunk) {
-            Ok(text) => (text, false),
-            Err(error) => (String::from_utf8_lossy(error.as_bytes()).into_owned(), true),
-        },
+pub(crate) fn decode(chunk: Vec<u8>) -> (String, bool) {
+    match String::from_utf8(chunk) {
+        Ok(text) => (text, false),
+        Err(error) => (String::from_utf8_lossy(error.as_bytes()).into_owned(), true),
     }
+}
+
+/// One stream's bytes as base64, encoded chunk by chunk on 3-byte
+/// boundaries: the 1 or 2 bytes past a chunk's last boundary wait for the
+/// stream's next chunk. So the chunks' texts, joined (as the final result
+/// joins a stream's partials, in one block and in its text field), are the
+/// base64 of the whole stream, with padding only at its very end; and each
+/// chunk decodes on its own too.
+#[derive(Debug, Default)]
+pub(crate) struct Base64Stream {
+    carry: Vec<u8>,
+}
+
+impl Base64Stream {
+    /// The base64 of the carried bytes and `bytes`, up to their last 3-byte
+    /// boundary (`""` when that is less than 3 bytes); the rest is carried.
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> String {
+        self.carry.extend_from_slice(bytes);
+        let whole = self.carry.len() - self.carry.len() % 3;
+        let text = base64::engine::general_purpose::STANDARD.encode(&self.carry[..whole]);
+        self.carry.drain(..whole);
+        text
+    }
+
+    /// The carried bytes, padded: the end of the stream.
+    pub(crate) fn finish(&mut self) -> Option<String> {
+        (!self.carry.is_empty()).then(|| {
+            base64::engine::general_purpose::STANDARD.encode(std::mem::take(&mut self.carry))
+        })
+    }
+}
+
+/// Counts a program's lines for progress by the rule the MCP server counts
+/// a stream's text by when it turns partials into progress itself: a
+/// chunk's lines are its newlines, plus one for an unfinished last line,
+/// less one when it continues a line its stream left unfinished. Counting
+/// alike, the server's count and the tool's own join without a jump when
+/// the tool's first report takes over from the server's counting.
+#[derive(Debug, Default)]
+pub(crate) struct LineCount {
+    /// Whether each stream (stdout, stderr) left a line unfinished.
+    open: [bool; 2],
+    total: u64,
+}
+
+impl LineCount {
+    /// Counts `bytes`, the next output of `stream`; returns the lines it
+    /// adds.
+    pub(crate) fn add(&mut self, stream: Stream, bytes: &[u8]) -> u64 {
+        let Some(&last) = bytes.last() else {
+            return 0;
+        };
+        let newlines = bytes.iter().filter(|&&byte| byte == b'\n').count() as u64;
+        let ends_open = last != b'\n';
+        let open = &mut self.open[stream.index()];
+        let added = newlines + u64::from(ends_open) - u64::from(*open);
+        *open = ends_open;
+        self.total += added;
+        added
+    }
+
+    /// Lines so far.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+}
+
+/// The last line of `bytes` that is not blank, as a one-line status: lossy
+/// UTF-8, trimmed, at most `max_chars` characters (a longer one is cut and
+/// ends with `…`). Reads at most what those characters can take of the
+/// line, however long it is.
+pub(crate) fn last_line(bytes: &[u8], max_chars: usize) -> Option<String> {
+    let line = bytes
+        .split(|&byte| byte == b'\n')
+        .rev()
+        .find(|line| line.iter().any(|byte| !byte.is_ascii_whitespace()))?
+        .trim_ascii_start();
+    // A character is at most 4 bytes (an invalid byte becomes one U+FFFD):
+    // this holds one more character than is shown, when there is one.
+    let window = &line[..line.len().min(4 * (max_chars + 1))];
+    let text = String::from_utf8_lossy(window);
+    let text = text.trim_end();
+    Some(match text.char_indices().nth(max_chars) {
+        None => text.to_owned(),
+        Some(_) => {
+            let (cut, _) = text
+                .char_indices()
+                .nth(max_chars.saturating_sub(1))
+                .unwrap_or((0, ' '));
+            format!("{}…", &text[..cut])
+        }
+    })
 }
 
 /// The output cap of one run: how many bytes of output are shown; the rest
@@ -233,18 +326,104 @@ mod tests {
     }
 
     #[test]
-    fn invalid_utf8_is_replaced_and_reported_and_base64_keeps_the_bytes() {
+    fn invalid_utf8_is_replaced_and_reported() {
+        assert_eq!(decode(b"ok\n".to_vec()), ("ok\n".into(), false));
         assert_eq!(
-            decode(b"ok\n".to_vec(), Encoding::Utf8),
-            ("ok\n".into(), false)
-        );
-        assert_eq!(
-            decode(vec![b'a', 0xff, b'\n'], Encoding::Utf8),
+            decode(vec![b'a', 0xff, b'\n']),
             ("a\u{fffd}\n".into(), true)
         );
+    }
+
+    /// However a stream is cut into chunks, their base64 texts joined are
+    /// the base64 of the whole stream, and each decodes on its own.
+    #[test]
+    fn base64_chunks_join_into_the_whole_streams_base64() {
+        use base64::engine::general_purpose::STANDARD;
+        let stream: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        for cuts in [
+            &[1usize, 1, 1, 7][..],
+            &[2, 5, 11],
+            &[3],
+            &[999, 1],
+            &[1000],
+        ] {
+            let mut encoder = Base64Stream::default();
+            let mut texts = Vec::new();
+            let mut rest = &stream[..];
+            for &cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (chunk, after) = rest.split_at(cut.min(rest.len()));
+                texts.push(encoder.push(chunk));
+                rest = after;
+            }
+            texts.extend(encoder.finish());
+            assert_eq!(texts.concat(), STANDARD.encode(&stream), "{cuts:?}");
+            let decoded: Vec<u8> = texts
+                .iter()
+                .flat_map(|text| STANDARD.decode(text).unwrap())
+                .collect();
+            assert_eq!(decoded, stream, "{cuts:?}");
+        }
+        let mut encoder = Base64Stream::default();
+        assert_eq!(encoder.push(b"ab"), "");
+        assert_eq!(encoder.push(b"c\xff"), "YWJj");
+        assert_eq!(encoder.finish().unwrap(), "/w==");
+        assert_eq!(encoder.finish(), None);
+    }
+
+    /// The MCP server's rule for a group's text (`projection.rs`, `Counter`),
+    /// spelled out: `str::lines`, less one when the group's last text ended
+    /// inside a line.
+    fn server_count(texts: &[(Stream, &str)]) -> u64 {
+        let mut open = [false; 2];
+        let mut total = 0;
+        for (stream, text) in texts {
+            if text.is_empty() {
+                continue;
+            }
+            total += text.lines().count() as u64 - u64::from(open[stream.index()]);
+            open[stream.index()] = !text.ends_with('\n');
+        }
+        total
+    }
+
+    #[test]
+    fn lines_are_counted_as_the_server_counts_them() {
+        use Stream::{Stderr, Stdout};
+        let cases: &[&[(Stream, &str)]] = &[
+            &[(Stdout, "a\nb\n")],
+            &[(Stdout, "a"), (Stdout, "b"), (Stdout, "c\n")],
+            &[(Stdout, "a"), (Stderr, "x\n"), (Stdout, "b\nc")],
+            &[(Stdout, "\n\n"), (Stdout, ""), (Stdout, "a\r\nb\r")],
+            &[(Stderr, "one"), (Stderr, "\n"), (Stderr, "two\nthree")],
+        ];
+        for texts in cases {
+            let mut count = LineCount::default();
+            let added: u64 = texts
+                .iter()
+                .map(|(stream, text)| count.add(*stream, text.as_bytes()))
+                .sum();
+            assert_eq!(count.total(), server_count(texts), "{texts:?}");
+            assert_eq!(added, count.total());
+        }
+    }
+
+    #[test]
+    fn the_status_is_the_last_line_with_something_on_it() {
+        assert_eq!(last_line(b"one\n  two  \n\n \n", 100).unwrap(), "two");
+        assert_eq!(last_line(b"partial", 100).unwrap(), "partial");
+        assert_eq!(last_line(b"\n \n", 100), None);
+        assert_eq!(last_line("éééé\n".as_bytes(), 3).unwrap(), "éé…");
+        assert_eq!(last_line("ééé".as_bytes(), 3).unwrap(), "ééé");
+        assert_eq!(last_line(b"a\xffb", 10).unwrap(), "a\u{fffd}b");
+        // Only the start of a long line is read; leading blanks do not
+        // count against it.
+        let long = format!("{}{}\n", " ".repeat(1000), "→".repeat(100_000));
         assert_eq!(
-            decode(vec![b'a', 0xff, b'\n'], Encoding::Base64),
-            ("Yf8K".into(), false)
+            last_line(long.as_bytes(), 5).unwrap(),
+            format!("{}…", "→".repeat(4))
         );
     }
 

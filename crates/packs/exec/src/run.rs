@@ -1,5 +1,6 @@
 //! One `execute_code` run: start the program, stream what it writes as it
-//! writes it, enforce the limits, and report how it ended.
+//! writes it, report its progress, enforce the limits, and report how it
+//! ended.
 
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -8,14 +9,16 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use weir_core::{
-    Completed, Content, FailureCode, Meta, Partial, ProgressUnit, RunError, Warning,
+    Completed, Content, FailureCode, Meta, Milestone, Partial, ProgressUnit, RunError, Warning,
 };
 use weir_runtime::{EmitError, RunContext};
 
 use super::Shared;
 use super::args::Execute;
 use super::jail::{Launch, MemoryReport, Running};
-use super::output::{Budget, Encoding, LineCutter, Stream, decode};
+use super::output::{
+    Base64Stream, Budget, Encoding, LineCount, LineCutter, Stream, decode, last_line,
+};
 use weir_proc::{Chunk, signal_name};
 
 /// How long output may still arrive after the program ends, before what it
@@ -24,6 +27,26 @@ const LINGER: Duration = Duration::from_millis(100);
 /// How long to wait for the pipes to close after everything was killed,
 /// before giving up on them (a process that escaped still holds them).
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
+/// How long what is still alive when the program ends gets to go by itself
+/// before it counts as left running (and is killed, and the result says
+/// so). A process on its way out — exiting, or being reaped — goes within
+/// it; so does everything in the sandbox, which bubblewrap ends with the
+/// program (`--die-with-parent`: the sandbox's PID namespace is killed when
+/// the bubblewrap that weir started exits, which it does as soon as the
+/// program has). Counted at once instead, the sandbox's own first process,
+/// still on its way out, made a five-line program that started nothing
+/// "leave processes running" in a third of runs.
+const SETTLE: Duration = Duration::from_millis(250);
+/// How often, while what the program's end left settles, weir looks again.
+const SETTLE_POLL: Duration = Duration::from_millis(10);
+/// Progress reports closer together than this wait, the newest count and
+/// line replacing older ones: a million lines make at most a report every
+/// this often, not a million (the server coalesces too, but every report
+/// is an event in the log).
+const PROGRESS_EVERY: Duration = Duration::from_millis(50);
+/// Longest progress message (the newest line), in characters: as long as
+/// the server lets the lines it turns into progress itself be.
+const MESSAGE_CHARS: usize = 100;
 
 pub(crate) async fn execute(
     pack: &Shared,
@@ -85,7 +108,8 @@ pub(crate) async fn execute(
         config.chunk_bytes,
         config.max_output_bytes,
     );
-    let ended = supervise(pack, &mut pump, running, chunks, started + call.timeout).await?;
+    let ended = supervise(pack, &mut pump, running, chunks, started, call.timeout).await?;
+    pump.finish().await.map_err(emit_failed)?;
 
     let report = pump.report();
     let signal = ended.signal.map(signal_name);
@@ -165,9 +189,11 @@ async fn supervise(
     pump: &mut Pump<'_>,
     mut running: Running,
     mut chunks: mpsc::Receiver<Chunk<Stream>>,
-    deadline: Instant,
+    started: Instant,
+    timeout: Duration,
 ) -> Result<Ended, RunError> {
     let config = &pack.config;
+    let deadline = started + timeout;
     running.feed_stdin();
     let mut open = 2; // streams not yet at their end
     let mut stop = Stop::Running;
@@ -185,6 +211,7 @@ async fn supervise(
             (Stop::Running, None) => Some(deadline),
             (Stop::Terminated { kill_at }, None) => Some(kill_at),
             (Stop::Running | Stop::Terminated { .. }, Some((_, at))) => Some(at + LINGER),
+            (Stop::Settling { until }, _) => Some((Instant::now() + SETTLE_POLL).min(until)),
             (Stop::Draining, Some((_, at))) => {
                 let quiet = last_read.max(at) + CLOSE_WAIT;
                 Some(quiet.min(deadline.max(at + CLOSE_WAIT)))
@@ -214,28 +241,45 @@ async fn supervise(
             () = sleep_until(pump.idle_flush_at(config.idle_flush)) => {
                 pump.flush_idle(config.idle_flush).await.map_err(emit_failed)?;
             }
+            () = sleep_until(pump.progress_due_at()) => {
+                pump.report_progress().await.map_err(emit_failed)?;
+            }
             () = sleep_until(next_stop) => match (stop, exit) {
                 (Stop::Running, None) => {
                     timed_out = true;
                     running.terminate();
                     signals_sent.push("SIGTERM");
                     stop = Stop::Terminated { kill_at: Instant::now() + config.kill_grace };
+                    let why = format!("no end within {} s: sent SIGTERM", timeout.as_secs_f64());
+                    pump.phase("timed out", why).await.map_err(emit_failed)?;
                 }
                 (Stop::Terminated { .. }, None) => {
                     running.kill();
                     signals_sent.push("SIGKILL");
                     stop = Stop::Killed { at: Instant::now() };
+                    let why = format!(
+                        "still running {} s after SIGTERM: sent SIGKILL",
+                        config.kill_grace.as_secs_f64()
+                    );
+                    pump.phase("killed", why).await.map_err(emit_failed)?;
                 }
                 (Stop::Running | Stop::Terminated { .. }, Some(_)) => {
                     // The program ended and its output is still open: either
                     // weir is behind reading it, or something the program
-                    // started holds it.
-                    if running.leftovers() {
+                    // started holds it (or is on its way out: see SETTLE).
+                    stop = if running.leftovers() {
+                        Stop::Settling { until: Instant::now() + SETTLE }
+                    } else {
+                        Stop::Draining
+                    };
+                }
+                (Stop::Settling { until }, _) => {
+                    if !running.leftovers() {
+                        stop = Stop::Draining;
+                    } else if Instant::now() >= until {
                         running.kill();
                         leftovers_killed = true;
                         stop = Stop::Killed { at: Instant::now() };
-                    } else {
-                        stop = Stop::Draining;
                     }
                 }
                 (Stop::Draining | Stop::Killed { .. }, _) => {
@@ -255,13 +299,14 @@ async fn supervise(
         }
     }
     let (status, at) = exit.expect("the loop ends after the program");
-    if running.leftovers() {
-        // What it left running, with its output closed.
+    // What it left running with its output closed (or killed above): only
+    // what is still there once the program's end has settled.
+    if leftovers_killed || running.left_running(SETTLE, SETTLE_POLL).await {
         running.kill();
         leftovers_killed = true;
-        let until = Instant::now() + Duration::from_secs(1);
+        let until = Instant::now() + CLOSE_WAIT;
         while running.leftovers() && Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(SETTLE_POLL).await;
         }
     }
     let (exit_code, signal) = running.outcome(status);
@@ -285,6 +330,11 @@ enum Stop {
     /// SIGTERM sent; SIGKILL at `kill_at`.
     Terminated {
         kill_at: Instant,
+    },
+    /// The program ended, with processes of the run still alive: until
+    /// `until`, they may yet go by themselves (see [`SETTLE`]).
+    Settling {
+        until: Instant,
     },
     /// The program ended, nothing of it is alive: reading what is left.
     Draining,
@@ -325,15 +375,43 @@ struct Side {
     /// Since when the start of a line has been waiting for its end.
     pending_since: Option<Instant>,
     warned_invalid: bool,
+    /// With base64 output: the bytes past the last 3-byte boundary.
+    base64: Base64Stream,
+}
+
+/// The run's progress as `execute_code` reports it (`RunContext::milestone`):
+/// the lines the program wrote so far, both streams together, shown or
+/// past the output cap (counted as the server counts streamed text, see
+/// [`LineCount`]; with base64 output, the program's lines, not the base64
+/// text's), the newest line with something on it as the message, in a
+/// phase: `running`, then `timed out` when the timeout sent SIGTERM and
+/// `killed` when SIGKILL followed. Lines keep counting in those phases:
+/// what a program prints as it is stopped counts too.
+///
+/// A phase begins with a report of its own, at once, whose count is the
+/// count so far: it reaches the log (SSE, `runs_events`, `weir runs tail`)
+/// but a progress-only MCP client, whose progress must increase, sees the
+/// phase only with the next line counted, if the program prints one.
+/// Counting the phase as a line would say the program printed a line it
+/// did not.
+struct Lines {
+    count: LineCount,
+    phase: &'static str,
+    newest: Option<String>,
+    /// Lines counted since the last report.
+    unreported: bool,
+    last_report: Option<Instant>,
 }
 
 /// Turns the program's output into events: `partial`s of whole lines,
-/// tagged with their stream, in the order read; warnings; the cap.
+/// tagged with their stream, in the order read; progress; warnings; the
+/// cap.
 struct Pump<'a> {
     ctx: &'a RunContext,
     encoding: Encoding,
     budget: Budget,
     sides: [Side; 2],
+    lines: Lines,
     truncated: bool,
     invalid_utf8: bool,
 }
@@ -345,13 +423,6 @@ struct Report {
     shown: u64,
     truncated: bool,
     invalid_utf8: bool,
-}
-
-fn index(stream: Stream) -> usize {
-    match stream {
-        Stream::Stdout => 0,
-        Stream::Stderr => 1,
-    }
 }
 
 impl<'a> Pump<'a> {
@@ -366,12 +437,20 @@ impl<'a> Pump<'a> {
             bytes: 0,
             pending_since: None,
             warned_invalid: false,
+            base64: Base64Stream::default(),
         };
         Pump {
             ctx,
             encoding,
             budget: Budget::new(max_output),
             sides: [side(), side()],
+            lines: Lines {
+                count: LineCount::default(),
+                phase: "running",
+                newest: None,
+                unreported: false,
+                last_report: None,
+            },
             truncated: false,
             invalid_utf8: false,
         }
@@ -379,10 +458,17 @@ impl<'a> Pump<'a> {
 
     /// Bytes read from `stream`.
     async fn bytes(&mut self, stream: Stream, bytes: &[u8]) -> Result<(), EmitError> {
-        let side = &mut self.sides[index(stream)];
+        let side = &mut self.sides[stream.index()];
         side.bytes += bytes.len() as u64;
         if self.truncated {
-            return Ok(()); // counted, not kept
+            // Counted, not kept: after the start of a line that waited
+            // in the cutter, written before them.
+            side.pending_since = None;
+            if let Some(waiting) = side.cutter.finish() {
+                self.count(stream, &waiting);
+            }
+            self.count(stream, bytes);
+            return self.report_progress().await;
         }
         let chunks = side.cutter.push(bytes);
         side.pending_since = match (side.cutter.has_pending(), side.pending_since) {
@@ -395,15 +481,28 @@ impl<'a> Pump<'a> {
             self.flush_pending(other(stream)).await?;
             self.show(stream, chunk).await?;
         }
-        Ok(())
+        self.report_progress().await
     }
 
     /// The end of `stream`: what is left of it goes out.
     async fn end(&mut self, stream: Stream) -> Result<(), EmitError> {
-        let side = &mut self.sides[index(stream)];
+        let side = &mut self.sides[stream.index()];
         side.pending_since = None;
         if let Some(rest) = side.cutter.finish() {
             self.show(stream, rest).await?;
+        }
+        self.flush_base64(stream).await?;
+        self.report_progress().await
+    }
+
+    /// The end of the output, read or abandoned: what base64 still carries
+    /// goes out, and the last count.
+    async fn finish(&mut self) -> Result<(), EmitError> {
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            self.flush_base64(stream).await?;
+        }
+        if self.lines.unreported {
+            self.report_now().await?;
         }
         Ok(())
     }
@@ -421,27 +520,89 @@ impl<'a> Pump<'a> {
     async fn flush_idle(&mut self, idle: Duration) -> Result<(), EmitError> {
         let now = Instant::now();
         for stream in [Stream::Stdout, Stream::Stderr] {
-            let due = self.sides[index(stream)]
+            let due = self.sides[stream.index()]
                 .pending_since
                 .is_some_and(|since| since + idle <= now);
             if due {
                 self.flush_pending(stream).await?;
             }
         }
-        Ok(())
+        self.report_progress().await
     }
 
     async fn flush_pending(&mut self, stream: Stream) -> Result<(), EmitError> {
-        let side = &mut self.sides[index(stream)];
+        let side = &mut self.sides[stream.index()];
         let Some(pending) = side.cutter.take_pending() else {
+            // Only the start of a character waits: it goes with the rest
+            // of it. (Left pending, the idle timer would fire at once,
+            // again and again, until then.)
+            side.pending_since = None;
             return Ok(());
         };
         side.pending_since = side.cutter.has_pending().then(Instant::now);
         self.show(stream, pending).await
     }
 
+    /// Counts a chunk of the program's output (shown or not) towards
+    /// progress; it is reported by [`Pump::report_progress`].
+    fn count(&mut self, stream: Stream, bytes: &[u8]) {
+        let lines = &mut self.lines;
+        if lines.count.add(stream, bytes) > 0 {
+            lines.unreported = true;
+            if let Some(line) = last_line(bytes, MESSAGE_CHARS) {
+                lines.newest = Some(line);
+            }
+        }
+    }
+
+    /// When the lines counted since the last report are due to be
+    /// reported, if any were.
+    fn progress_due_at(&self) -> Option<Instant> {
+        let lines = &self.lines;
+        lines.unreported.then(|| {
+            lines
+                .last_report
+                .map_or_else(Instant::now, |at| at + PROGRESS_EVERY)
+        })
+    }
+
+    /// Reports the lines counted since the last report, when due: at most
+    /// one report per [`PROGRESS_EVERY`].
+    async fn report_progress(&mut self) -> Result<(), EmitError> {
+        if self
+            .progress_due_at()
+            .is_some_and(|due| due <= Instant::now())
+        {
+            self.report_now().await?;
+        }
+        Ok(())
+    }
+
+    async fn report_now(&mut self) -> Result<(), EmitError> {
+        let lines = &mut self.lines;
+        lines.unreported = false;
+        lines.last_report = Some(Instant::now());
+        let mut milestone = Milestone::new(lines.phase).done(lines.count.total());
+        if let Some(newest) = &lines.newest {
+            milestone = milestone.message(newest.clone());
+        }
+        self.ctx.milestone(milestone).await.map(drop)
+    }
+
+    /// The run enters `phase` (a step of stopping it), because of `why`:
+    /// reported at once, with the count so far.
+    async fn phase(&mut self, phase: &'static str, why: String) -> Result<(), EmitError> {
+        let lines = &mut self.lines;
+        lines.phase = phase;
+        lines.unreported = false;
+        lines.last_report = Some(Instant::now());
+        let milestone = Milestone::new(phase).message(why).done(lines.count.total());
+        self.ctx.milestone(milestone).await.map(drop)
+    }
+
     /// Emits a chunk as a `partial`, within the cap.
     async fn show(&mut self, stream: Stream, chunk: Vec<u8>) -> Result<(), EmitError> {
+        self.count(stream, &chunk);
         if self.truncated {
             return Ok(());
         }
@@ -449,15 +610,15 @@ impl<'a> Pump<'a> {
         let shown = self.budget.admit(chunk);
         let kept = shown.as_ref().map_or(0, Vec::len);
         if let Some(bytes) = shown {
-            let (text, invalid) = decode(bytes, self.encoding);
-            self.ctx
-                .emit(Partial {
-                    content: vec![Content::text(text)],
-                    items: Vec::new(),
-                    group: Some(stream.name().to_owned()),
-                })
-                .await?;
-            let side = &mut self.sides[index(stream)];
+            let side = &mut self.sides[stream.index()];
+            let (text, invalid) = match self.encoding {
+                Encoding::Utf8 => decode(bytes),
+                Encoding::Base64 => (side.base64.push(&bytes), false),
+            };
+            if !text.is_empty() {
+                self.emit_text(stream, text).await?;
+            }
+            let side = &mut self.sides[stream.index()];
             if invalid && !side.warned_invalid {
                 side.warned_invalid = true;
                 self.invalid_utf8 = true;
@@ -473,6 +634,11 @@ impl<'a> Pump<'a> {
         }
         if kept < len {
             self.truncated = true;
+            // What base64 still carries was shown: it goes before the
+            // notice.
+            for stream in [Stream::Stdout, Stream::Stderr] {
+                self.flush_base64(stream).await?;
+            }
             let notice = format!(
                 "[weir: output limit of {} bytes reached; the rest of the output is counted but not shown]\n",
                 self.budget.limit()
@@ -491,6 +657,24 @@ impl<'a> Pump<'a> {
                 .await?;
         }
         Ok(())
+    }
+
+    /// The last bytes of `stream` that base64 carried, padded: its end.
+    async fn flush_base64(&mut self, stream: Stream) -> Result<(), EmitError> {
+        match self.sides[stream.index()].base64.finish() {
+            Some(text) => self.emit_text(stream, text).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn emit_text(&self, stream: Stream, text: String) -> Result<(), EmitError> {
+        self.ctx
+            .emit(Partial {
+                content: vec![Content::text(text)],
+                items: Vec::new(),
+                group: Some(stream.name().to_owned()),
+            })
+            .await
     }
 
     fn report(&self) -> Report {

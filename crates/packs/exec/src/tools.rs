@@ -55,7 +55,7 @@ impl Tool for ExecuteCode {
         let mut info = ToolInfo::new(
             "execute_code",
             format!(
-                "Runs a program and streams its stdout and stderr line by line as it runs (partial results grouped \"stdout\"/\"stderr\"), then reports exit code, signal, duration and truncation. {} {} Limits: wall-clock timeout (then SIGTERM, then SIGKILL to every process of the run), {} bytes of output shown, {}. Each run gets a fresh working directory, removed afterwards.",
+                "Runs a program and streams its stdout and stderr line by line as it runs (partial results grouped \"stdout\"/\"stderr\"; progress: lines so far, the newest as its message), then returns the output (the stdout and stderr fields of the structured result) with exit code, signal, duration and truncation. {} {} Limits: wall-clock timeout (then SIGTERM, then SIGKILL to every process of the run), {} bytes of output shown, {}. Each run gets a fresh working directory, removed afterwards.",
                 languages_sentence(pack),
                 sandbox_sentence(pack.jail.isolation()),
                 config.max_output_bytes,
@@ -68,6 +68,14 @@ impl Tool for ExecuteCode {
             ),
         );
         info.output_schema = Some(args::execute_output_schema());
+        // The server puts the streamed output in the structured result too,
+        // for hosts that show their model only that.
+        let mut info = info.with_text_fields(&["stdout", "stderr"]);
+        if let Some(schema) = &mut info.output_schema {
+            for (field, description) in args::EXECUTE_TEXT_FIELDS {
+                schema["properties"][field]["description"] = description.into();
+            }
+        }
         info.streams = true;
         // The tool enforces the caller's timeout itself (and reports it);
         // this is the scheduler's backstop.
@@ -111,11 +119,12 @@ impl Tool for ValidateCode {
             "properties": {
                 "valid": {"type": "boolean"},
                 "language": {"type": "string"},
-                "checker": {"type": "string"},
-                "diagnostics": {"type": "string"},
+                "checker": {"type": "string", "description": "How the syntax was checked, e.g. compile()."},
+                "check_status": {"type": "string", "description": "How the checker ended, e.g. \"exit code 1\"."},
+                "diagnostics": {"type": "string", "description": format!("What the checker wrote (stdout and stderr, in the order written), at most {} KiB: why the code is invalid.", MAX_DIAGNOSTICS >> 10)},
                 "timed_out": {"type": "boolean"}
             },
-            "required": ["valid", "language", "checker", "diagnostics"]
+            "required": ["valid", "language", "checker", "check_status", "diagnostics", "timed_out"]
         }));
         info.timeout = Some(CHECK_TIMEOUT + Duration::from_secs(10));
         info.max_concurrent = Some(pack.config.max_concurrent);
@@ -154,6 +163,7 @@ impl Tool for ValidateCode {
             })?;
         let valid = status.success() && !timed_out;
         let diagnostics = String::from_utf8_lossy(&output).into_owned();
+        let check_status = describe_status(status);
         let text = match (valid, timed_out) {
             (true, _) => format!("valid {} ({})", language.spec.name, language.spec.checker),
             (false, true) => format!(
@@ -161,10 +171,8 @@ impl Tool for ValidateCode {
                 CHECK_TIMEOUT.as_secs()
             ),
             (false, false) => format!(
-                "invalid {} ({}, {}):\n{diagnostics}",
-                language.spec.name,
-                language.spec.checker,
-                describe_status(status)
+                "invalid {} ({}, {check_status}):\n{diagnostics}",
+                language.spec.name, language.spec.checker,
             ),
         };
         Ok(Completed {
@@ -173,6 +181,7 @@ impl Tool for ValidateCode {
                 "valid": valid,
                 "language": language.spec.name,
                 "checker": language.spec.checker,
+                "check_status": check_status,
                 "diagnostics": diagnostics,
                 "timed_out": timed_out,
             })),
@@ -212,7 +221,7 @@ impl Tool for ListLanguages {
                 "workdir": {"type": "string"},
                 "limits": {"type": "object"}
             },
-            "required": ["languages", "sandbox", "limits"]
+            "required": ["languages", "sandbox", "run_as", "workdir", "limits"]
         }));
         info
     }

@@ -97,6 +97,21 @@ fn collect(events: Vec<RunEvent>) -> Run {
     run
 }
 
+/// `(progress, phase, message)` of each progress event.
+fn progress(run: &Run) -> Vec<(f64, &str, String)> {
+    run.events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::Progress(progress) => Some((
+                progress.progress,
+                progress.phase.as_deref().unwrap_or_default(),
+                progress.message.clone().unwrap_or_default(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 fn kinds(run: &Run) -> Vec<&'static str> {
     run.events.iter().map(|e| e.kind.type_name()).collect()
 }
@@ -110,7 +125,10 @@ async fn meta_comes_first_and_says_which_sandbox_ran() {
         json!({"language": "python", "code": "print('hi')"}),
     )
     .await;
-    assert_eq!(kinds(&run), ["started", "meta", "partial", "completed"]);
+    assert_eq!(
+        kinds(&run),
+        ["started", "meta", "partial", "progress", "completed"]
+    );
     let EventKind::Meta(meta) = &run.events[1].kind else {
         unreachable!()
     };
@@ -169,6 +187,79 @@ async fn stdout_and_stderr_are_tagged_and_kept_in_order() {
     assert_eq!(run.result["exit_code"], 3);
     assert_eq!(run.result["stdout_bytes"], 18);
     assert_eq!(run.result["stderr_bytes"], 18);
+}
+
+/// Each line a program prints is reported as progress after its partial:
+/// lines so far (both streams), the newest as the message, phase
+/// `running`; a line continued later counts once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_counts_the_lines_and_shows_the_newest() {
+    let pack = pack(quick()).await;
+    let code = "import sys, time\nprint('first', flush=True)\ntime.sleep(0.15)\nprint('  second, indented  ', file=sys.stderr, flush=True)\ntime.sleep(0.15)\nprint('third, ', end='', flush=True)\ntime.sleep(0.15)\nsys.stdout.write('continued\\n\\n\\n')\nsys.stdout.flush()";
+    let run = call(
+        &pack,
+        "execute_code",
+        json!({"language": "python", "code": code}),
+    )
+    .await;
+    assert_eq!(
+        progress(&run),
+        [
+            (1.0, "running", "first".to_owned()),
+            (2.0, "running", "second, indented".to_owned()),
+            (3.0, "running", "third,".to_owned()),
+            (5.0, "running", "continued".to_owned()),
+        ]
+    );
+    // Each report follows the partial it counts.
+    let kinds = kinds(&run);
+    let reported: Vec<&str> = kinds
+        .iter()
+        .filter(|kind| ["partial", "progress"].contains(kind))
+        .copied()
+        .collect();
+    assert_eq!(reported, ["partial", "progress"].repeat(4));
+    let EventKind::Meta(meta) = &run.events[1].kind else {
+        unreachable!()
+    };
+    assert_eq!(meta.progress_unit, Some(weir_core::ProgressUnit::Lines));
+}
+
+/// A program that prints fast is reported at most every 50 ms, the last
+/// report with every line; lines past the output cap count too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_of_many_lines_is_coalesced_and_ends_with_the_last_count() {
+    let pack = pack(ExecConfig {
+        max_output_bytes: 100_000,
+        ..quick()
+    })
+    .await;
+    let code = "import time\nfor i in range(200000):\n    print(f'line {i}')\n    if i % 20000 == 0:\n        time.sleep(0.03)";
+    let run = call(
+        &pack,
+        "execute_code",
+        json!({"language": "python", "code": code}),
+    )
+    .await;
+    assert_eq!(run.result["truncated"], true);
+    let reports = progress(&run);
+    let (last, _, message) = reports.last().unwrap();
+    assert_eq!(*last, 200_000.0);
+    assert_eq!(message, "line 199999");
+    assert!(reports.windows(2).all(|w| w[0].0 < w[1].0), "{reports:?}");
+    let times: Vec<u64> = run
+        .events
+        .iter()
+        .filter(|event| matches!(event.kind, EventKind::Progress(_)))
+        .map(|event| event.ts)
+        .collect();
+    let span = times.last().unwrap() - times.first().unwrap();
+    // One every 50 ms at most, and one more at the end.
+    assert!(
+        times.len() as u64 <= span / 50 + 2,
+        "{} reports in {span} ms",
+        times.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,6 +335,11 @@ async fn invalid_utf8_is_replaced_with_one_warning_or_sent_exactly_as_base64() {
         })
         .collect();
     assert_eq!(bytes, b"ok \xff\xfe\n\x00\x80 again\n");
+    // The stream is encoded as one whole: its chunks joined are its base64.
+    assert_eq!(
+        run.output("stdout"),
+        base64::engine::general_purpose::STANDARD.encode(b"ok \xff\xfe\n\x00\x80 again\n")
+    );
     assert!(run.warnings.is_empty());
     assert_eq!(run.result["output_encoding"], "base64");
 }
@@ -584,6 +680,23 @@ async fn a_timeout_sends_sigterm_then_sigkill_and_reports_both() {
             .contains("timed out at 0.5 s, sent SIGTERM then SIGKILL"),
         "{}",
         run.summary
+    );
+    // Progress says so as it happens: the line, then each step.
+    assert_eq!(
+        progress(&run),
+        [
+            (1.0, "running", "ignoring SIGTERM".to_owned()),
+            (
+                1.0,
+                "timed out",
+                "no end within 0.5 s: sent SIGTERM".to_owned()
+            ),
+            (
+                1.0,
+                "killed",
+                "still running 0.5 s after SIGTERM: sent SIGKILL".to_owned()
+            ),
+        ]
     );
 
     // A program that obeys SIGTERM ends with it.

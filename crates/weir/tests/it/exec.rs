@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::exec_hardening::base64;
+
 /// A `weir serve --stdio` and the client side of its MCP session.
 struct Server {
     child: Child,
@@ -20,12 +22,13 @@ struct Server {
     next_id: u64,
 }
 
-/// What one `tools/call` brought: the partial results (with when they
-/// arrived), then the response.
+/// What one `tools/call` brought: the partial results and progress
+/// notifications (with when they arrived), then the response.
 #[derive(Debug)]
 struct Reply {
     sent: Instant,
     partials: Vec<(Instant, Value)>,
+    progress: Vec<(Instant, Value)>,
     result: Value,
     answered: Instant,
 }
@@ -117,15 +120,26 @@ impl Server {
 
     /// Sends a `tools/call` asking for partial results; returns its id.
     fn call(&mut self, tool: &str, arguments: Value) -> (u64, Instant) {
+        self.call_with(tool, arguments, &["progressToken", "partialResultToken"])
+    }
+
+    /// Sends a `tools/call` with the tokens named in `tokens` (`p{id}` for
+    /// progress, `r{id}` for partial results); returns its id.
+    fn call_with(&mut self, tool: &str, arguments: Value, tokens: &[&str]) -> (u64, Instant) {
         let id = self.next_id;
         self.next_id += 1;
+        let mut meta = serde_json::Map::new();
+        for token in tokens {
+            let value = match *token {
+                "progressToken" => format!("p{id}"),
+                "partialResultToken" => format!("r{id}"),
+                other => panic!("no such token: {other}"),
+            };
+            meta.insert((*token).to_owned(), value.into());
+        }
         self.send(json!({
             "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {
-                "name": tool,
-                "arguments": arguments,
-                "_meta": {"progressToken": format!("p{id}"), "partialResultToken": format!("r{id}")}
-            }
+            "params": {"name": tool, "arguments": arguments, "_meta": meta}
         }));
         (id, Instant::now())
     }
@@ -133,6 +147,7 @@ impl Server {
     /// Reads until the response to call `id`.
     fn reply(&mut self, (id, sent): (u64, Instant), within: Duration) -> Reply {
         let mut partials = Vec::new();
+        let mut progress = Vec::new();
         let until = sent + within;
         loop {
             let (at, message) = self.next(until.saturating_duration_since(Instant::now()));
@@ -146,11 +161,16 @@ impl Server {
                     .map_or(seq, |(_, p): &(Instant, Value)| p["seq"].as_u64().unwrap());
                 assert_eq!(seq, first + partials.len() as u64, "dense partial seqs");
                 partials.push((at, message["params"].clone()));
+            } else if message["method"] == "notifications/progress"
+                && message["params"]["progressToken"] == format!("p{id}")
+            {
+                progress.push((at, message["params"].clone()));
             } else if message["id"] == id {
                 assert!(message["error"].is_null(), "{message}");
                 return Reply {
                     sent,
                     partials,
+                    progress,
                     result: message["result"].clone(),
                     answered: at,
                 };
@@ -303,19 +323,23 @@ fn python_output_arrives_line_by_line_while_the_program_runs() {
                 "{mode}: line {i} arrived only {before_end:?} before the end"
             );
         }
-        // The final result stands alone: every line, then how it ended.
+        // The final result stands alone: the output as one block (hosts
+        // join blocks with blank lines), then how it ended.
         let content: Vec<&str> = reply.result["content"]
             .as_array()
             .unwrap()
             .iter()
             .map(|block| block["text"].as_str().unwrap())
             .collect();
-        assert_eq!(&content[..5], ["0\n", "1\n", "2\n", "3\n", "4\n"]);
+        assert_eq!(content.len(), 2, "{content:?}");
+        assert_eq!(content[0], "0\n1\n2\n3\n4\n");
         assert!(
-            content[5].starts_with("[exit code 0 after"),
+            content[1].starts_with("[exit code 0 after"),
             "{}",
-            content[5]
+            content[1]
         );
+        assert_eq!(reply.structured()["stdout"], "0\n1\n2\n3\n4\n");
+        assert_eq!(reply.structured()["stderr"], "");
         let sandbox = if mode == "off" { "none" } else { "bubblewrap" };
         assert_eq!(reply.structured()["sandbox"], sandbox);
         assert_eq!(reply.structured()["exit_code"], 0);
@@ -693,4 +717,255 @@ fn serve_registers_the_exec_tools_unless_told_not_to() {
     let with_fixtures = tools(&["--fixtures"]);
     assert!(with_fixtures.contains(&"execute_code".to_owned()));
     assert!(with_fixtures.contains(&"stream".to_owned()));
+}
+
+/// `tools/list`'s entry for `name`.
+fn tool(server: &mut Server, name: &str) -> Value {
+    let id = 98;
+    server.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+    loop {
+        let (_, message) = server.next(Duration::from_secs(10));
+        if message["id"] == id {
+            return message["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|tool| tool["name"] == name)
+                .unwrap_or_else(|| panic!("no tool {name} in {message}"))
+                .clone();
+        }
+    }
+}
+
+/// Issue 11, item 4: a host that hands its model only `structuredContent`
+/// (Claude Code does) shows it every line a program printed, on both
+/// streams; validate_code's diagnostics and list_languages' findings reach
+/// it too; and each result validates against its tool's output schema, as
+/// the official SDK clients check.
+#[test]
+fn issue11_a_structured_first_host_sees_every_tools_payload() {
+    let mut server = server("require");
+    let code = "import sys, time\nfor i in range(4):\n    print(f'out line {i}: \"quoted\" \\\\ done', flush=True)\n    time.sleep(0.05)\nprint('err line: MemoryError-ish', file=sys.stderr)";
+    let reply = server.run(
+        "execute_code",
+        json!({"language": "python", "code": code}),
+        Duration::from_secs(20),
+    );
+    let mut lines: Vec<String> = (0..4)
+        .map(|i| format!("out line {i}: \"quoted\" \\ done"))
+        .collect();
+    lines.push("err line: MemoryError-ish".into());
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    weir_fixtures::host::assert_structured_first_host_sees(&reply.result, &lines);
+    let execute_code = tool(&mut server, "execute_code");
+    assert_eq!(
+        weir_fixtures::host::check_output_schema(&execute_code, &reply.result),
+        Ok(())
+    );
+    // A content-first host (the Gemini CLI joins blocks with blank lines)
+    // reads each stream as written: one block each, labelled.
+    let view = weir_fixtures::host::content_view(&reply.result);
+    assert!(
+        view.contains(&format!("[stdout]\n{}\n", lines[..4].join("\n"))),
+        "{view}"
+    );
+    assert!(
+        view.contains("[stderr]\nerr line: MemoryError-ish\n"),
+        "{view}"
+    );
+
+    let reply = server.run(
+        "validate_code",
+        json!({"language": "python", "code": "def broken(:\n    pass"}),
+        Duration::from_secs(20),
+    );
+    assert_eq!(reply.structured()["valid"], false, "{:?}", reply.result);
+    weir_fixtures::host::assert_structured_first_host_sees(&reply.result, &["SyntaxError"]);
+    let validate_code = tool(&mut server, "validate_code");
+    assert_eq!(
+        weir_fixtures::host::check_output_schema(&validate_code, &reply.result),
+        Ok(())
+    );
+
+    let reply = server.run("list_languages", json!({}), Duration::from_secs(10));
+    weir_fixtures::host::assert_structured_first_host_sees(
+        &reply.result,
+        &["python", "bubblewrap", "RLIMIT_NOFILE"],
+    );
+    let list_languages = tool(&mut server, "list_languages");
+    assert_eq!(
+        weir_fixtures::host::check_output_schema(&list_languages, &reply.result),
+        Ok(())
+    );
+}
+
+/// Issue 11, item 2: a client that sends only a progress token (as nearly
+/// every host does) sees each line as it is printed, as progress: lines so
+/// far, the line in the message, the tool's own reports (phase `running`);
+/// and, when the timeout stops a program that still prints, the phase.
+#[test]
+fn issue11_a_progress_only_client_sees_each_line_as_progress() {
+    in_both_modes(|mode| {
+        let mut server = server(mode);
+        let code = "import time\nfor i in range(5):\n    print(f'step {i} of 5', flush=True)\n    time.sleep(0.2)";
+        let call = server.call_with(
+            "execute_code",
+            json!({"language": "python", "code": code}),
+            &["progressToken"],
+        );
+        let reply = server.reply(call, Duration::from_secs(20));
+        assert!(reply.partials.is_empty(), "{mode}: no partials asked for");
+        let seen: Vec<(f64, String)> = reply
+            .progress
+            .iter()
+            .map(|(_, params)| {
+                (
+                    params["progress"].as_f64().unwrap(),
+                    params["message"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        // The first line is counted by the server from the partial, which
+        // comes first in the log; the tool's own report of the same count
+        // takes over without a jump (progress must increase, so it is not
+        // sent again), and from then on the tool's reports, with their
+        // phase, are what the client gets.
+        let mut expected = vec![(1.0, "step 0 of 5".to_owned())];
+        expected.extend((2..=5).map(|n| (n as f64, format!("running: step {} of 5", n - 1))));
+        assert_eq!(seen, expected, "{mode}");
+        // Each as it was printed, long before the result.
+        let first = reply.progress[0].0 - reply.sent;
+        assert!(first < Duration::from_millis(800), "{mode}: {first:?}");
+        let before_end = reply.answered - reply.progress[1].0;
+        assert!(
+            before_end > Duration::from_millis(400),
+            "{mode}: {before_end:?}"
+        );
+
+        // Stopped by the timeout, and printing as it stops: the phase
+        // comes with the line.
+        let code = "import signal, sys, time\ndef stop(*_):\n    print('cleaning up', flush=True)\n    sys.exit(3)\nsignal.signal(signal.SIGTERM, stop)\nprint('working', flush=True)\nwhile True:\n    time.sleep(0.01)";
+        let call = server.call_with(
+            "execute_code",
+            json!({"language": "python", "code": code, "timeout_s": 0.5}),
+            &["progressToken"],
+        );
+        let reply = server.reply(call, Duration::from_secs(20));
+        let messages: Vec<&str> = reply
+            .progress
+            .iter()
+            .map(|(_, params)| params["message"].as_str().unwrap())
+            .collect();
+        assert_eq!(messages, ["working", "timed out: cleaning up"], "{mode}");
+        assert_eq!(reply.structured()["exit_code"], 3, "{mode}");
+        assert_eq!(reply.structured()["timed_out"], true, "{mode}");
+    });
+}
+
+/// Issue 11: "a five-line Python program that leaves nothing running is
+/// reported as `processes it left running were killed` in 2 of 3 runs".
+/// It was the sandbox's own first process, still on its way out when weir
+/// looked: the result now states only what happened, every time.
+#[test]
+fn issue11_a_program_that_leaves_nothing_running_is_never_said_to() {
+    in_both_modes(|mode| {
+        let mut server = server(mode);
+        let code = "import time\nfor i in range(5):\n    print('line', i, flush=True)\n    time.sleep(0.02)";
+        for attempt in 0..20 {
+            let reply = server.run(
+                "execute_code",
+                json!({"language": "python", "code": code}),
+                Duration::from_secs(20),
+            );
+            let result = reply.structured();
+            assert_eq!(result["exit_code"], 0, "{mode}: {result}");
+            assert_eq!(
+                result["leftovers_killed"], false,
+                "{mode}, run {attempt}: {result}"
+            );
+            let summary = reply.result["content"][1]["text"].as_str().unwrap();
+            assert!(
+                !summary.contains("left running"),
+                "{mode}, run {attempt}: {summary}"
+            );
+        }
+    });
+}
+
+/// The other side of the above: a program that does leave a `sleep`
+/// running, holding its output or not. Without the sandbox weir kills it
+/// and says so; in the sandbox it ends with the sandbox, as the program
+/// does, and there is nothing left for weir to kill or claim.
+#[test]
+fn issue11_a_sleep_left_behind_is_killed_and_said_to_be_where_weir_killed_it() {
+    in_both_modes(|mode| {
+        let mut server = server(mode);
+        for (name, redirect) in [
+            ("holding-output", ""),
+            (
+                "output-closed",
+                ", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL",
+            ),
+        ] {
+            let marker = marker(&format!("left-{name}-{mode}"));
+            let code = format!(
+                "import subprocess, sys\nsubprocess.Popen(['sh', '-c', 'sleep 300; :', sys.argv[1]]{redirect})\nprint('left a sleep', flush=True)"
+            );
+            let reply = server.run(
+                "execute_code",
+                json!({"language": "python", "code": code, "args": [marker]}),
+                Duration::from_secs(20),
+            );
+            let result = reply.structured();
+            let summary = reply.result["content"][1]["text"].as_str().unwrap();
+            let claimed = mode == "off";
+            assert_eq!(
+                result["leftovers_killed"], claimed,
+                "{mode} {name}: {result}"
+            );
+            assert_eq!(
+                summary.contains("; processes it left running were killed"),
+                claimed,
+                "{mode} {name}: {summary}"
+            );
+            assert_eq!(result["exit_code"], 0, "{mode} {name}: {result}");
+            assert!(
+                reply.answered - reply.sent < Duration::from_secs(3),
+                "{mode} {name}: did not wait for it"
+            );
+            assert_none_left(&marker);
+        }
+    });
+}
+
+/// With `output_encoding: "base64"` each stream is encoded as one whole:
+/// the result's merged block and its `stdout` field are the base64 of the
+/// exact bytes, however the program's writes were cut into chunks, and
+/// each partial result is a piece of it that decodes on its own.
+#[test]
+fn base64_output_is_each_streams_base64_whole() {
+    let mut server = server("require");
+    // Writes of 1, 2, 4 and 5 bytes, apart in time (so each is its own
+    // chunk), none on a 3-byte boundary.
+    let code = "import sys, time\nfor part in [b'\\xff', b'a\\n', b'\\x00\\x01\\x02\\x03', b'bc\\nde']:\n    sys.stdout.buffer.write(part)\n    sys.stdout.flush()\n    time.sleep(0.1)";
+    let reply = server.run(
+        "execute_code",
+        json!({"language": "python", "code": code, "output_encoding": "base64"}),
+        Duration::from_secs(20),
+    );
+    let whole = base64(b"\xffa\n\x00\x01\x02\x03bc\nde");
+    let pieces: Vec<&str> = reply
+        .partials
+        .iter()
+        .map(|(_, partial)| partial["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert!(pieces.len() >= 2, "{pieces:?}");
+    assert_eq!(pieces.concat(), whole);
+    for piece in &pieces[..pieces.len() - 1] {
+        // Whole groups of 4 characters, unpadded: 3-byte boundaries.
+        assert!(piece.len() % 4 == 0 && !piece.contains('='), "{pieces:?}");
+    }
+    assert_eq!(reply.structured()["stdout"], whole);
+    assert_eq!(reply.result["content"][0]["text"], whole);
+    assert_eq!(reply.structured()["output_encoding"], "base64");
 }

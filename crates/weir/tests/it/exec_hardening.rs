@@ -242,8 +242,9 @@ fn in_both_modes(check: impl Fn(&str) + Sync) {
     });
 }
 
-/// Standard base64, for a binary file in `files`.
-fn base64(bytes: &[u8]) -> String {
+/// Standard base64, for a binary file in `files` (and, in `exec`, what
+/// base64 output must read).
+pub(crate) fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut text = String::new();
     for chunk in bytes.chunks(3) {

@@ -4,6 +4,7 @@
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
+use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
@@ -121,15 +122,9 @@ impl Running {
 
     /// Whether a process of the run is still alive (zombies, dead but not
     /// yet reaped by whoever inherited them, do not count): a member of its
-    /// cgroup or process group, or a process of its uid.
+    /// cgroup or process group, or a process of its uid. A process on its
+    /// way out counts until it is a zombie: see [`Running::left_running`].
     pub(crate) fn leftovers(&self) -> bool {
-        {
-            let cg = self.cell.cgroup().is_some_and(|group| !group.is_empty());
-            let pg = weir_proc::group_alive(self.pid);
-            let uidp: Vec<i32> = self.cell.user().dedicated().map(weir_proc::pids_of).unwrap_or_default();
-            let stats: Vec<String> = uidp.iter().map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default()).collect();
-            eprintln!("DEBUG leftovers pid={} cg={cg} pg={pg} uid={uidp:?} {stats:?}", self.pid);
-        }
         self.cell.cgroup().is_some_and(|group| !group.is_empty())
             || weir_proc::group_alive(self.pid)
             || self
@@ -137,6 +132,25 @@ impl Running {
                 .user()
                 .dedicated()
                 .is_some_and(|uid| !weir_proc::pids_of(uid).is_empty())
+    }
+
+    /// Whether, the program having ended, something of the run is still
+    /// alive after `settle` (looked for every `poll`): what goes by itself
+    /// within it was on its way out, not left running. In the sandbox that
+    /// is everything: its PID namespace ends with the program, which takes
+    /// the kernel a moment; outside it, a process that is exiting, or whose
+    /// parent is reaping it.
+    pub(crate) async fn left_running(&self, settle: Duration, poll: Duration) -> bool {
+        let until = tokio::time::Instant::now() + settle;
+        loop {
+            if !self.leftovers() {
+                return false;
+            }
+            if tokio::time::Instant::now() >= until {
+                return true;
+            }
+            tokio::time::sleep(poll).await;
+        }
     }
 
     /// How the run's memory went, when its cgroup caps it: the most it held
