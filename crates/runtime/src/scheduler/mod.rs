@@ -10,6 +10,7 @@
 mod recovery;
 mod retention;
 mod run;
+mod slots;
 mod submit;
 
 use std::collections::{BTreeMap, HashMap};

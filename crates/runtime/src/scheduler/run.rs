@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use weir_core::{Canceled, EventKind, Failed, FailureCode, RunError, RunEvent, RunId, Started};
 
-use super::submit::{Slots, take_slots};
+use super::slots::{Slots, take_slots};
 use super::{Cancel, Inner};
 use crate::context::{Command, RunContext, write_run};
 use crate::tool::Tool;

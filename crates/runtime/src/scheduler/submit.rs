@@ -1,23 +1,16 @@
 //! Admitting a call: its arguments, a slot now or a place in the bounded
 //! queue, and the run's task.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use weir_core::RunId;
 
+use super::slots::try_take_slots;
 use super::{Cancel, RunHandle, RunOptions, Scheduler, SubmitError, run};
 use crate::context::now_ms;
 use crate::log::NewRun;
-
-/// A slot for the run's tool and one of the global slots.
-pub(super) struct Slots {
-    _tool: OwnedSemaphorePermit,
-    _global: OwnedSemaphorePermit,
-}
 
 impl Scheduler {
     /// Accepts a call as a run: checks its arguments against the tool's input
@@ -103,24 +96,4 @@ impl Scheduler {
 
 fn new_run_id() -> RunId {
     RunId::parse(&uuid::Uuid::now_v7().simple().to_string()).expect("a uuid is a valid run id")
-}
-
-fn try_take_slots(tool: &Arc<Semaphore>, global: &Arc<Semaphore>) -> Option<Slots> {
-    let tool = tool.clone().try_acquire_owned().ok()?;
-    let global = global.clone().try_acquire_owned().ok()?;
-    Some(Slots {
-        _tool: tool,
-        _global: global,
-    })
-}
-
-/// Waits for a slot of the tool first, then a global one, so a run blocked
-/// on its own tool's limit does not hold a global slot others could use.
-pub(super) async fn take_slots(tool: &Arc<Semaphore>, global: &Arc<Semaphore>) -> Slots {
-    let tool = tool.clone().acquire_owned().await.expect("never closed");
-    let global = global.clone().acquire_owned().await.expect("never closed");
-    Slots {
-        _tool: tool,
-        _global: global,
-    }
 }

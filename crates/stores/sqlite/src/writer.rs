@@ -4,17 +4,16 @@
 //! so one refused append does not sink its neighbours. Stored batches are
 //! published live only once their transaction has committed.
 
-use std::collections::HashMap;
 use std::sync::{Arc, mpsc};
 
 use rusqlite::{Connection, Transaction};
 use tokio::sync::oneshot;
-use weir_core::{ArtifactRef, LogTail, RunId};
+use weir_core::{ArtifactRef, RunId};
 use weir_runtime::LogError;
 use weir_runtime::log::{Batch, LiveHub, NewRun};
 
 use crate::connection::db;
-use crate::writes;
+use crate::writes::{self, Tails};
 
 /// Most events the writer puts in one transaction.
 const MAX_GROUP_EVENTS: usize = 4096;
@@ -105,9 +104,6 @@ fn write_loop(mut conn: Connection, ops: mpsc::Receiver<WriteOp>, hub: &LiveHub)
         commit_group(&mut conn, &mut tails, hub, group);
     }
 }
-
-/// Per open run: its key in `runs` and its tail. Dropped at the terminal event.
-pub(crate) type Tails = HashMap<RunId, (i64, LogTail)>;
 
 /// Applies `group` in one transaction, each operation in a savepoint of its
 /// own so one refused append does not sink its neighbours.

@@ -9,7 +9,9 @@ use weir_runtime::log::kit::{append_target, run_started_by, sha256_hex};
 use weir_runtime::log::{Batch, NewRun};
 
 use crate::connection::db;
-use crate::writer::Tails;
+
+/// Per open run: its key in `runs` and its tail. Dropped at the terminal event.
+pub(crate) type Tails = std::collections::HashMap<RunId, (i64, LogTail)>;
 
 /// Registers a pending run, with its arguments: it has no `started` event
 /// to keep them yet.

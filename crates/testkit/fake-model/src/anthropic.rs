@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
+use crate::answer::{Answer, Frame, Request, sse};
 use crate::script::{Block, Reply, Streaming};
-use crate::server::{Answer, Frame, Request, sse};
 
 pub(crate) fn render(reply: &Reply, streaming: &Streaming, request: &Request) -> Answer {
     let id = format!("msg_fake{:04}", request.seq);

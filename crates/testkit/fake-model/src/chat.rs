@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
+use crate::answer::{Answer, Frame, Request, sse, unix_seconds};
 use crate::script::{Block, FinishReason, Reply, Streaming};
-use crate::server::{Answer, Frame, Request, sse, unix_seconds};
 
 pub(crate) fn render(reply: &Reply, streaming: &Streaming, request: &Request) -> Answer {
     let seq = request.seq;

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::answer::{Answer, Frame, Request, sse};
 use crate::script::{Block, Reply, Streaming};
-use crate::server::{Answer, Frame, Request, sse};
 
 /// How `:streamGenerateContent` was asked to stream.
 pub(crate) enum Shape {

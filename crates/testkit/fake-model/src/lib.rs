@@ -77,6 +77,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod answer;
 mod anthropic;
 mod chat;
 mod gemini;
