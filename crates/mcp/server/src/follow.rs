@@ -274,14 +274,29 @@ async fn deliver(
         Err(TryPush::Closed) => return Err(FollowError::ClientGone),
         Err(TryPush::Full(outgoing)) => outgoing,
     };
-    // A fresh subscription holds nothing until it is first read.
-    *events = to.log.subscribe_from(to.run_id, events.position());
-    to.out.drained().await;
+    // A client that reads as fast as the run writes frees room within
+    // moments: wait with the live subscription kept, so the run's events
+    // keep coming from the shared channel rather than being read back from
+    // the store. Only a client that stays behind makes the follower let go
+    // of the run (its live channel would otherwise hold batches for it up
+    // to its capacity) and catch up from the log once the client has read
+    // half its queue. A fresh subscription holds nothing until first read.
+    if tokio::time::timeout(HOLD_ON_FOR_A_FAST_CLIENT, to.out.drained())
+        .await
+        .is_err()
+    {
+        *events = to.log.subscribe_from(to.run_id, events.position());
+        to.out.drained().await;
+    }
     to.out
         .push(outgoing, key)
         .await
         .map_err(|_| FollowError::ClientGone)
 }
+
+/// How long [`deliver`] waits for room in a full queue before it lets go of
+/// the run's live channel.
+const HOLD_ON_FOR_A_FAST_CLIENT: Duration = Duration::from_millis(250);
 
 /// Where [`deliver`] puts a call's messages.
 #[derive(Clone, Copy)]
