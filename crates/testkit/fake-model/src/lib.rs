@@ -77,6 +77,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod agent_clis;
 mod answer;
 mod anthropic;
 mod chat;

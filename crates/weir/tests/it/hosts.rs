@@ -29,11 +29,10 @@
 //! never skip. They run in nextest's `agent-clis` group, one at a time.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use weir_fake_model::agent_clis::{self, of_type, run_to_end};
 use weir_fake_model::{FakeModel, RecordedRequest, Script, Turn};
 
 /// The program the model runs: five lines, 200 ms apart.
@@ -44,35 +43,6 @@ fn printed() -> Vec<String> {
     (0..5)
         .map(|i| format!("tick {i} of 5 from the program"))
         .collect()
-}
-
-/// The directory holding `claude`, `codex` and `gemini`, from
-/// scripts/agent-clis (which installs them once per machine).
-fn clis() -> &'static Path {
-    static CLIS: OnceLock<PathBuf> = OnceLock::new();
-    CLIS.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/agent-clis");
-        let output = std::process::Command::new(&script)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|error| panic!("cannot run {}: {error}", script.display()));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success(),
-            "scripts/agent-clis could not install the pinned coding-agent CLIs ({}); these tests \
-             need them (npm, and the npm registry once per machine). Its output:\n{stderr}",
-            output.status
-        );
-        let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-        for cli in ["claude", "gemini"] {
-            assert!(
-                dir.join(cli).is_file(),
-                "scripts/agent-clis printed {}, which holds no {cli}:\n{stderr}",
-                dir.display()
-            );
-        }
-        dir
-    })
 }
 
 /// One host test's own directories, and the copies of what passed between
@@ -129,30 +99,7 @@ impl Scene {
     /// `cli` with the environment every CLI gets, run in `work`, leading a
     /// process group of its own.
     fn command(&self, cli: &str) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(clis().join(cli));
-        command
-            .env_clear()
-            // The Gemini CLI is a Node script (`#!/usr/bin/env node`); weir
-            // finds the interpreters on it.
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("TMPDIR", &self.tmp)
-            .envs([
-                ("NO_UPDATE_NOTIFIER", "1"),
-                ("DISABLE_AUTOUPDATER", "1"),
-                ("DISABLE_TELEMETRY", "1"),
-                ("DISABLE_ERROR_REPORTING", "1"),
-                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-                ("CI", "1"),
-                ("DO_NOT_TRACK", "1"),
-            ])
-            .current_dir(&self.work)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        command
+        agent_clis::command(cli, &self.home, &self.tmp, &self.work)
     }
 
     /// The processes with this scene's directory on their command line
@@ -265,70 +212,6 @@ impl Drop for Scene {
     }
 }
 
-/// Kills a CLI's whole process group when dropped, on success, failure or
-/// timeout alike.
-struct Group(u32);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        // Usually gone already (ESRCH): that is fine.
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.0)])
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// The lines a CLI printed on stdout, each parsed as JSON.
-struct Run {
-    lines: Vec<Value>,
-    stderr: String,
-}
-
-/// Runs `command` to its end (at most two minutes), asserts it succeeded,
-/// and parses its stdout as NDJSON.
-async fn run(mut command: tokio::process::Command, what: &str, fake: &FakeModel) -> Run {
-    let started = Instant::now();
-    let child = command
-        .spawn()
-        .unwrap_or_else(|error| panic!("cannot start {what}: {error}"));
-    let _group = Group(child.id().expect("a running child"));
-    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| {
-            panic!(
-                "{what} did not finish in 120 s; the fake had these requests: {:#?}",
-                fake.requests()
-            )
-        })
-        .unwrap_or_else(|error| panic!("cannot wait for {what}: {error}"));
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    eprintln!("{what}: {:?} wall time", started.elapsed());
-    assert!(
-        output.status.success(),
-        "{what} failed ({}).\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-    let lines = stdout
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| {
-            serde_json::from_str(line).unwrap_or_else(|error| {
-                panic!(
-                    "{what} printed a line that is not JSON ({error}): {line}\nstderr:\n{stderr}"
-                )
-            })
-        })
-        .collect();
-    Run { lines, stderr }
-}
-
-/// The lines whose `type` is `kind`.
-fn of_type<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    lines.iter().filter(|line| line["type"] == kind).collect()
-}
-
 /// A fake model that calls `tool` on [`PROGRAM`], then answers in text.
 fn fake(tool: &str) -> FakeModel {
     FakeModel::start(Script::new([
@@ -394,7 +277,7 @@ async fn claude_code_sees_progress_and_hands_its_model_every_line() {
         .args(["--model", "claude-opus-5-5"])
         .args(["--mcp-config", &config.to_string()])
         .args(["--allowedTools", "mcp__weir__execute_code"]);
-    let run = run(command, "claude", &fake).await;
+    let run = run_to_end(command, "claude", &fake).await;
     scene.assert_nothing_left();
 
     // (a) What weir sent the host during the call.
@@ -488,7 +371,7 @@ async fn gemini_cli_sees_progress_and_hands_its_model_the_output_as_printed() {
         .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
         .args(["-p", "run the program", "-m", "gemini-2.5-flash", "--yolo"])
         .args(["--output-format", "stream-json"]);
-    let run = run(command, "gemini", &fake).await;
+    let run = run_to_end(command, "gemini", &fake).await;
     scene.assert_nothing_left();
 
     // (a) What weir sent the host during the call.

@@ -16,44 +16,13 @@
 //! A CLI that cannot be installed fails its test, saying why: these tests
 //! never skip.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
+use weir_fake_model::agent_clis::{self, of_type, run_to_end};
 use weir_fake_model::{FakeModel, Protocol, Turn};
 
 use crate::support::{deltas, fake};
-
-/// The directory holding `claude`, `codex` and `gemini`, from
-/// scripts/agent-clis (which installs them if needed).
-fn clis() -> &'static Path {
-    static CLIS: OnceLock<PathBuf> = OnceLock::new();
-    CLIS.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../scripts/agent-clis");
-        let output = std::process::Command::new(&script)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|error| panic!("cannot run {}: {error}", script.display()));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success(),
-            "scripts/agent-clis could not install the pinned coding-agent CLIs ({}); these tests \
-             need them (npm and the npm registry). Its output:\n{stderr}",
-            output.status
-        );
-        let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-        for cli in ["claude", "codex", "gemini"] {
-            assert!(
-                dir.join(cli).is_file(),
-                "scripts/agent-clis printed {}, which holds no {cli}:\n{stderr}",
-                dir.display()
-            );
-        }
-        dir
-    })
-}
 
 /// A test's own directories: HOME, TMPDIR, and the working directory.
 struct Sandbox {
@@ -81,95 +50,8 @@ impl Sandbox {
 
     /// `cli` with the environment every CLI gets, run in `work`.
     fn command(&self, cli: &str) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(clis().join(cli));
-        command
-            .env_clear()
-            // The Gemini CLI is a Node script (`#!/usr/bin/env node`), and
-            // the agents' shell tools need the usual commands.
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("TMPDIR", &self.tmp)
-            .envs([
-                ("NO_UPDATE_NOTIFIER", "1"),
-                ("DISABLE_AUTOUPDATER", "1"),
-                ("DISABLE_TELEMETRY", "1"),
-                ("DISABLE_ERROR_REPORTING", "1"),
-                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-                ("CI", "1"),
-                ("DO_NOT_TRACK", "1"),
-            ])
-            .current_dir(&self.work)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        command
+        agent_clis::command(cli, &self.home, &self.tmp, &self.work)
     }
-}
-
-/// Kills a whole process group when dropped: whatever a CLI started dies
-/// with it, on success, failure or timeout alike.
-struct Group(rustix::process::Pid);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        // ESRCH (the group is gone already) is the usual case.
-        let _ = rustix::process::kill_process_group(self.0, rustix::process::Signal::KILL);
-    }
-}
-
-/// The lines a CLI printed on stdout, each parsed as JSON.
-struct Run {
-    lines: Vec<Value>,
-    stderr: String,
-}
-
-/// Runs `command` to its end (at most two minutes), asserts it succeeded,
-/// and parses its stdout as NDJSON.
-async fn run(mut command: tokio::process::Command, what: &str, fake: &FakeModel) -> Run {
-    let started = Instant::now();
-    let child = command
-        .spawn()
-        .unwrap_or_else(|error| panic!("cannot start {what}: {error}"));
-    let _group = Group(
-        rustix::process::Pid::from_raw(child.id().expect("a running child") as i32)
-            .expect("a pid is positive"),
-    );
-    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| {
-            panic!(
-                "{what} did not finish in 120 s; the fake had these requests: {:#?}",
-                fake.requests()
-            )
-        })
-        .unwrap_or_else(|error| panic!("cannot wait for {what}: {error}"));
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    eprintln!("{what}: {:?} wall time", started.elapsed());
-    assert!(
-        output.status.success(),
-        "{what} failed ({}).\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-    let lines = stdout
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| {
-            serde_json::from_str(line).unwrap_or_else(|error| {
-                panic!(
-                    "{what} printed a line that is not JSON ({error}): {line}\nstderr:\n{stderr}"
-                )
-            })
-        })
-        .collect();
-    Run { lines, stderr }
-}
-
-/// The lines whose `type` is `kind`.
-fn of_type<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    lines.iter().filter(|line| line["type"] == kind).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,7 +85,7 @@ async fn claude_code_streams_the_deltas_and_runs_a_bash_tool() {
             "--model",
             "claude-opus-5-5",
         ]);
-    let run = run(command, "claude", &fake).await;
+    let run = run_to_end(command, "claude", &fake).await;
 
     // Its own stream: the raw SSE deltas, wrapped in `stream_event` lines.
     let text_deltas: Vec<&str> = of_type(&run.lines, "stream_event")
@@ -331,7 +213,7 @@ enabled = false
             "gpt-5.5",
             "write a file",
         ]);
-    let run = run(command, "codex", &fake).await;
+    let run = run_to_end(command, "codex", &fake).await;
 
     // `codex exec --json` prints items whole, not deltas: the scripted
     // deltas, joined, are each message's text.
@@ -445,7 +327,7 @@ async fn gemini_cli_streams_the_deltas_and_reads_a_file() {
         &fake,
         &["-p", "read notes", "-m", "gemini-2.5-flash"],
     );
-    let run = run(command, "gemini", &fake).await;
+    let run = run_to_end(command, "gemini", &fake).await;
 
     assert_eq!(
         gemini_deltas(&run.lines),
@@ -486,7 +368,7 @@ async fn gemini_cli_auto_model_routes_through_the_schema_answer_without_taking_a
     let sandbox = gemini_sandbox();
     // No `-m`: the `auto` model asks the router first.
     let command = gemini_command(&sandbox, &fake, &["-p", "say hi"]);
-    let run = run(command, "gemini (auto model)", &fake).await;
+    let run = run_to_end(command, "gemini (auto model)", &fake).await;
 
     assert_eq!(
         gemini_deltas(&run.lines),
