@@ -51,16 +51,31 @@ const MAX_INPUT: usize = 60 * 1024;
 /// server": a line read in one round wakes the task it is for in the next.
 const IDLE_ROUNDS: usize = 4;
 
-/// Children of this process already served, the newest last: a killed
-/// child can linger a moment, and pids come round again only after
-/// millions of others, so the last few thousand are enough.
-fn served() -> &'static Mutex<VecDeque<u32>> {
-    static SERVED: OnceLock<Mutex<VecDeque<u32>>> = OnceLock::new();
+/// Children of this process already served, as (pid, start time), the
+/// newest last: a killed child can linger a moment. The start time tells a
+/// pid that came round again (they do, every 32768 on some machines) from
+/// one served before.
+fn served() -> &'static Mutex<VecDeque<(u32, u64)>> {
+    static SERVED: OnceLock<Mutex<VecDeque<(u32, u64)>>> = OnceLock::new();
     SERVED.get_or_init(Mutex::default)
 }
 
-/// The `sleep` child just spawned, and the write end of its stdout.
+/// The `sleep` child just spawned, and the write end of its stdout. It is
+/// looked for again for a while when not found at once.
 fn the_server() -> Option<(u32, File)> {
+    let start = Instant::now();
+    loop {
+        if let Some(found) = look_for_the_server() {
+            return Some(found);
+        }
+        if start.elapsed() > Duration::from_secs(2) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn look_for_the_server() -> Option<(u32, File)> {
     let me = std::process::id();
     let mut served = served().lock().unwrap();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -74,19 +89,23 @@ fn the_server() -> Option<(u32, File)> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        // `pid (comm) state ppid … starttime …` (starttime is the 20th
+        // field after comm, which may hold spaces and parentheses).
         let Some((head, tail)) = stat.rsplit_once(')') else {
             continue;
         };
-        let mut fields = tail.split_whitespace();
-        let (state, ppid) = (
-            fields.next(),
-            fields.next().and_then(|p| p.parse::<u32>().ok()),
-        );
-        if ppid != Some(me)
-            || state == Some("Z")
+        let fields: Vec<&str> = tail.split_whitespace().collect();
+        let (Some(&state), Some(ppid), Some(started)) = (
+            fields.first(),
+            fields.get(1).and_then(|p| p.parse::<u32>().ok()),
+            fields.get(19).and_then(|t| t.parse::<u64>().ok()),
+        ) else {
+            continue;
+        };
+        if ppid != me
+            || state == "Z"
             || !head.ends_with("(sleep")
-            || served.contains(&pid)
+            || served.contains(&(pid, started))
         {
             continue;
         }
@@ -99,10 +118,31 @@ fn the_server() -> Option<(u32, File)> {
         if served.len() == 4096 {
             served.pop_front();
         }
-        served.push_back(pid);
+        served.push_back((pid, started));
         return Some((pid, stdout));
     }
     None
+}
+
+/// This process's children, `pid (comm) state` each, to say why none
+/// was taken for the server.
+fn children() -> String {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((head, tail)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = tail.split_whitespace().take(2).collect();
+        if fields.get(1) == Some(&me.as_str()) {
+            found.push(format!("{head}) {}", fields[0]));
+        }
+    }
+    let last = served().lock().unwrap().back().copied();
+    format!("{found:?} (the last one served: {last:?})")
 }
 
 /// Kills the child and waits until it is a zombie (or reaped): only then
@@ -229,7 +269,7 @@ fuzz_target!(init: init(), |data: &[u8]| {
             return;
         }
         let Some((pid, mut stdout)) = the_server() else {
-            panic!("the client spawned no server");
+            panic!("no server found among this process's children: {}", children());
         };
         let mut done = false;
         for turn in script.split(|&b| b == 0xFF).take(MAX_TURNS) {
