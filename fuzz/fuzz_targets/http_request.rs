@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 use weir_fuzz::{Vocabulary, object, string, value};
 use weir_mcp::ServerConfig;
+use weir_mcp::transport::http::credentials::Credentials;
 use weir_mcp::transport::http::headers::{parse_authority, parse_origin};
 use weir_mcp::transport::http::{HttpOptions, router};
 
@@ -508,7 +509,11 @@ fuzz_target!(|data: &[u8]| {
         let options = HttpOptions {
             allowed_origins: vec![ALLOWED_ORIGIN.into()],
             allowed_hosts: vec![ALLOWED_HOST.into()],
-            token: input.token.then(|| TOKEN.into()),
+            credentials: if input.token {
+                Credentials::single(TOKEN)
+            } else {
+                Credentials::none()
+            },
         };
         let app = router(server, options);
         let mut session: Option<String> = None;

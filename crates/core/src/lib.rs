@@ -5,8 +5,9 @@
 //! completion guard ([`CompletionGuard`]), the chunker that cuts item streams
 //! into `partial` events ([`Chunker`]) and the monotonic progress helper
 //! ([`ProgressTracker`], which also turns a [`Milestone`] into a progress
-//! report with an estimate of the time left), and argument checks against a tool's input schema
-//! ([`check_arguments`]). Time helpers format timestamps ([`iso8601`]).
+//! report with an estimate of the time left), the circuit breaker of a
+//! service that keeps failing ([`CircuitBreaker`]), and argument checks
+//! against a tool's input schema ([`check_arguments`]). Time helpers format timestamps ([`iso8601`]).
 //!
 //! **Not for:** IO of any kind. This crate has no async runtime, no database
 //! and no protocol; time comes in as arguments. Stores, schedulers and MCP
@@ -26,6 +27,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod breaker;
 mod chunker;
 mod event;
 mod guard;
@@ -34,6 +36,7 @@ mod schema;
 mod state;
 mod time;
 
+pub use breaker::{Admission, BreakerConfig, BreakerSnapshot, BreakerState, CircuitBreaker};
 pub use chunker::{Chunk, ChunkLimits, Chunker};
 pub use event::{
     ArtifactRef, Canceled, Completed, Content, EventKind, Failed, FailureCode, InputEnded,

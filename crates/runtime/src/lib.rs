@@ -73,4 +73,4 @@ pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
 pub use scheduler::{
     RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError, recover_interrupted,
 };
-pub use tool::{OUTPUT_TRUNCATED, OUTPUT_URI, Pack, Tool, ToolInfo};
+pub use tool::{OUTPUT_TRUNCATED, OUTPUT_URI, Pack, REDACTED, Tool, ToolInfo};

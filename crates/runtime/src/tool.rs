@@ -31,7 +31,15 @@ pub struct ToolInfo {
     /// [`ToolInfo::with_text_fields`], which declares them in
     /// `output_schema`. Empty by default.
     pub text_fields: Vec<String>,
+    /// Top-level argument fields whose values are secrets, set with
+    /// [`ToolInfo::with_secret_fields`]: the tool gets them, the log never
+    /// does. Empty by default.
+    pub secret_fields: Vec<String>,
 }
+
+/// What a secret argument value reads as wherever a run's arguments are
+/// read back ([`ToolInfo::with_secret_fields`]).
+pub const REDACTED: &str = "[redacted]";
 
 /// In a result with [text fields](ToolInfo::with_text_fields): whether the
 /// streamed text was cut at the server's result limit.
@@ -57,7 +65,57 @@ impl ToolInfo {
             timeout: None,
             max_concurrent: None,
             text_fields: Vec::new(),
+            secret_fields: Vec::new(),
         }
+    }
+
+    /// The values of these top-level argument fields are secrets (a
+    /// program's environment, an API key): the tool is called with them,
+    /// but the run's log and summary — everything a client, `weir runs` or
+    /// the store's file can read back — keep a redacted copy (see
+    /// [`ToolInfo::redact`]).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use weir_runtime::ToolInfo;
+    /// let info = ToolInfo::new("run", "Runs a program.", json!({"type": "object"}))
+    ///     .with_secret_fields(&["env"]);
+    /// assert_eq!(info.secret_fields, ["env"]);
+    /// ```
+    pub fn with_secret_fields(mut self, fields: &[&str]) -> ToolInfo {
+        self.secret_fields = fields.iter().map(|field| (*field).to_owned()).collect();
+        self
+    }
+
+    /// `arguments` as they may be stored and read back: each secret field
+    /// that is an object keeps its keys (a reader sees which variables were
+    /// set) with every value replaced by [`REDACTED`]; any other secret
+    /// value becomes [`REDACTED`] whole. Fields that are absent stay absent.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use weir_runtime::ToolInfo;
+    /// let info = ToolInfo::new("run", "Runs a program.", json!({"type": "object"}))
+    ///     .with_secret_fields(&["env", "key"]);
+    /// let stored = info.redact(&json!({"code": "x", "env": {"API_KEY": "s3cret"}, "key": "k"}));
+    /// assert_eq!(stored, json!({"code": "x", "env": {"API_KEY": "[redacted]"}, "key": "[redacted]"}));
+    /// ```
+    pub fn redact(&self, arguments: &Value) -> Value {
+        let mut stored = arguments.clone();
+        for field in &self.secret_fields {
+            let Some(value) = stored.get_mut(field.as_str()) else {
+                continue;
+            };
+            match value {
+                Value::Object(entries) => {
+                    for entry in entries.values_mut() {
+                        *entry = REDACTED.into();
+                    }
+                }
+                other => *other = REDACTED.into(),
+            }
+        }
+        stored
     }
 
     /// The final structured result also carries the text streamed in

@@ -38,7 +38,7 @@ impl Args {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Serve MCP: every tool call becomes a run in the data directory.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Inspect and follow runs in the data directory.
     #[command(subcommand)]
     Runs(RunsCommand),
@@ -49,6 +49,57 @@ pub(crate) enum Command {
     Call(CallArgs),
     /// List the tools of an MCP server, with their arguments.
     Tools(ToolsArgs),
+    /// Index a repository for the code intelligence tools (as index_repo
+    /// does, into the data directory), with a progress bar on a terminal.
+    /// Incremental: only files changed since the last run are parsed.
+    /// Ctrl-C stops it, keeping the files done.
+    #[cfg(feature = "codeintel")]
+    Index(IndexArgs),
+    /// Run a coding agent (Claude Code, Codex or the Gemini CLI) on a
+    /// prompt and stream what it does: its text on stdout as it is typed,
+    /// tool calls as one line each on stderr. It runs with your environment
+    /// (accounts, keys, base URLs). Ctrl-C interrupts it, a second kills it;
+    /// exit code 0 done, 1 failed, 3 interrupted.
+    Agent(AgentArgs),
+}
+
+/// `weir agent`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AgentArgs {
+    /// Which agent CLI.
+    #[arg(long, value_enum, default_value_t = AgentCli::Claude)]
+    pub(crate) cli: AgentCli,
+    /// The model, else the CLI's default.
+    #[arg(long, value_name = "MODEL")]
+    pub(crate) model: Option<String>,
+    /// The CLI's program, else its name looked up on PATH.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) program: Option<PathBuf>,
+    /// Where the agent works [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
+    /// Continue this session (claude) or thread (codex).
+    #[arg(long, value_name = "ID")]
+    pub(crate) resume: Option<String>,
+    /// Kill the agent after this many seconds.
+    #[arg(long, value_name = "S")]
+    pub(crate) timeout: Option<f64>,
+    /// text: for people; jsonl: every normalized event as one JSON line on stdout.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) output: OutputFormat,
+    /// The prompt.
+    pub(crate) prompt: String,
+}
+
+/// `weir agent --cli`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum AgentCli {
+    /// Claude Code (`claude`).
+    Claude,
+    /// Codex (`codex`).
+    Codex,
+    /// The Gemini CLI (`gemini`).
+    Gemini,
 }
 
 /// Which MCP server to talk to, and how.
@@ -148,12 +199,31 @@ pub(crate) struct ServeArgs {
     #[cfg(feature = "exec")]
     #[command(flatten)]
     pub(crate) exec: ExecArgs,
+    #[cfg(feature = "critique")]
+    #[command(flatten)]
+    pub(crate) critique: CritiqueArgs,
+    #[cfg(feature = "llmstxt")]
+    #[command(flatten)]
+    pub(crate) llm: LlmArgs,
+    #[cfg(feature = "codeintel")]
+    #[command(flatten)]
+    pub(crate) codeintel: CodeIntelArgs,
     /// Keep runs in memory only (nothing written to the data directory).
     #[arg(long)]
     pub(crate) memory: bool,
     /// Require `Authorization: Bearer TOKEN` on HTTP requests [env: WEIR_TOKEN].
     #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
+    /// Accept the named bearer tokens of this file on HTTP (one per line:
+    /// NAME sha256:HEX [admin]); a caller sees and cancels only its own runs
+    /// unless its token is marked admin. See SECURITY.md.
+    #[arg(
+        long,
+        env = "WEIR_TOKENS_FILE",
+        value_name = "PATH",
+        conflicts_with = "token"
+    )]
+    pub(crate) tokens_file: Option<PathBuf>,
     /// Also accept requests from this Origin (repeatable); loopback origins always are.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub(crate) allowed_origins: Vec<String>,
@@ -175,6 +245,62 @@ pub(crate) struct ServeArgs {
     pub(crate) retention_days: u64,
 }
 
+/// `weir serve`'s options for the llms.txt pack's model.
+#[cfg(feature = "llmstxt")]
+#[derive(Debug, clap::Args)]
+pub(crate) struct LlmArgs {
+    /// An OpenAI-compatible API for llmstxt_generate, e.g.
+    /// http://127.0.0.1:8080/v1 (chat completions, streamed); without it
+    /// llmstxt_generate writes its deterministic fallback.
+    #[arg(
+        long,
+        env = "WEIR_LLM_ENDPOINT",
+        value_name = "URL",
+        requires = "llm_model"
+    )]
+    pub(crate) llm_endpoint: Option<String>,
+    /// The model to ask at --llm-endpoint.
+    #[arg(long, env = "WEIR_LLM_MODEL", value_name = "M")]
+    pub(crate) llm_model: Option<String>,
+    /// Sent as a bearer token to --llm-endpoint.
+    #[arg(
+        long,
+        env = "WEIR_LLM_API_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub(crate) llm_api_key: Option<String>,
+}
+
+/// `weir serve`'s options for the code intelligence pack.
+#[cfg(feature = "codeintel")]
+#[derive(Debug, clap::Args)]
+pub(crate) struct CodeIntelArgs {
+    /// Do not register the code intelligence tools (index_repo, search_symbols, find_references, get_architecture).
+    #[arg(long)]
+    pub(crate) no_codeintel: bool,
+    /// Index only repositories inside this directory (repeatable); without it, any directory weir can read.
+    #[arg(long = "codeintel-root", value_name = "DIR")]
+    pub(crate) codeintel_roots: Vec<PathBuf>,
+}
+
+/// `weir index`.
+#[cfg(feature = "codeintel")]
+#[derive(Debug, clap::Args)]
+pub(crate) struct IndexArgs {
+    /// The repository's directory.
+    pub(crate) path: PathBuf,
+    /// Parse every file again, changed or not.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Parser threads [default: one per core].
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) threads: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
 /// `weir serve`'s options for the code execution pack.
 #[cfg(feature = "exec")]
 #[derive(Debug, clap::Args)]
@@ -187,6 +313,53 @@ pub(crate) struct ExecArgs {
     /// without it), off (limits only).
     #[arg(long, value_name = "MODE", default_value_t = weir_pack_exec::SandboxMode::Auto)]
     pub(crate) exec_sandbox: weir_pack_exec::SandboxMode,
+}
+
+/// `weir serve`'s options for the critique pack. The agents run with
+/// weir's own environment (the user's HOME, accounts and keys) unless
+/// these change it.
+#[cfg(feature = "critique")]
+#[derive(Debug, clap::Args)]
+pub(crate) struct CritiqueArgs {
+    /// Do not register the critique tools (roast, roast_*, agent_run, critique_status).
+    #[arg(long)]
+    pub(crate) no_critique: bool,
+    /// The agents a roast runs when the call names none.
+    #[arg(long, value_name = "CLI,…", value_delimiter = ',', default_values_t = ["claude".to_owned(), "codex".to_owned(), "gemini".to_owned()])]
+    pub(crate) critique_clis: Vec<String>,
+    /// A model per CLI, where a call names none (e.g. gemini=gemini-2.5-flash).
+    #[arg(long, value_name = "CLI=MODEL,…", value_delimiter = ',', value_parser = key_value)]
+    pub(crate) critique_models: Vec<(String, String)>,
+    /// The agents' HOME (their config and credentials), instead of the user's.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) critique_home: Option<PathBuf>,
+    /// An environment variable for the agents (repeatable), e.g. a base URL.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = key_value)]
+    pub(crate) critique_env: Vec<(String, String)>,
+    /// Most agents of one roast running at once.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub(crate) critique_max_parallel: usize,
+    /// Seconds an agent may run before its process group is killed.
+    #[arg(long, value_name = "S", default_value_t = 900)]
+    pub(crate) critique_timeout: u64,
+    /// Failures in a row that open a CLI's circuit breaker.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub(crate) critique_breaker_failures: u32,
+    /// Seconds an open breaker waits before one probe.
+    #[arg(long, value_name = "S", default_value_t = 60)]
+    pub(crate) critique_breaker_cooldown: u64,
+    /// Seconds a critique stays cached (and its report pageable).
+    #[arg(long, value_name = "S", default_value_t = 1800)]
+    pub(crate) critique_cache_ttl: u64,
+}
+
+/// `KEY=VALUE`, split at the first `=`.
+#[cfg(feature = "critique")]
+fn key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got {text:?}")),
+    }
 }
 
 /// Where `weir serve --http` listens by default.

@@ -1,9 +1,12 @@
 //! The `weir` command. Parses arguments into plain data ([`cli`]), then runs
 //! one subcommand; `anyhow` lives here and nowhere else.
 
+mod agent;
 mod call;
 mod cli;
 mod exit;
+#[cfg(feature = "codeintel")]
+mod index;
 mod output;
 mod packs;
 mod progress_bar;
@@ -59,6 +62,9 @@ async fn run(args: cli::Args) -> anyhow::Result<Outcome> {
         cli::Command::Runs(runs) => runs::run(&data_dir, runs).await,
         cli::Command::Call(call) => call::run(call).await,
         cli::Command::Tools(tools) => tools::run(tools).await,
-        cli::Command::Serve(serve) => serve::run(&data_dir, serve).await,
+        #[cfg(feature = "codeintel")]
+        cli::Command::Index(index) => index::run(&data_dir, index).await,
+        cli::Command::Agent(agent) => agent::run(agent).await,
+        cli::Command::Serve(serve) => serve::run(&data_dir, *serve).await,
     }
 }

@@ -4,6 +4,9 @@
 //! | feature | pack | tools | `weir serve` options |
 //! |---|---|---|---|
 //! | `exec` | `weir-pack-exec` | `execute_code`, `validate_code`, `list_languages` | `--no-exec`, `--exec-sandbox` |
+//! | `critique` | `weir-pack-critique` | `roast`, `roast_codebase`, `roast_architecture`, `roast_security`, `roast_idea`, `agent_run`, `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl` |
+//! | `llmstxt` | `weir-pack-llmstxt` | `llmstxt_generate`, `llmstxt_validate` | `--llm-endpoint`, `--llm-model`, `--llm-api-key` |
+//! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture` (and `weir index`) | `--no-codeintel`, `--codeintel-root` |
 //! | (always) | `weir-fixtures`, with `--fixtures` only | the conformance suite's tools and `stream` | `--fixtures` |
 
 use std::path::Path;
@@ -27,7 +30,56 @@ pub(crate) async fn enabled(
     if !args.exec.no_exec {
         packs.push(Box::new(exec(&args.exec, data_dir).await?));
     }
+    #[cfg(feature = "critique")]
+    if !args.critique.no_critique {
+        packs.push(Box::new(critique(&args.critique)?));
+    }
+    #[cfg(feature = "llmstxt")]
+    packs.push(Box::new(llmstxt(&args.llm)?));
+    #[cfg(feature = "codeintel")]
+    if !args.codeintel.no_codeintel {
+        packs.push(Box::new(codeintel(args, data_dir)));
+    }
     Ok(packs)
+}
+
+/// Where the code indexes live: one SQLite file per repository.
+#[cfg(feature = "codeintel")]
+pub(crate) fn codeintel_dir(data_dir: &Path) -> std::path::PathBuf {
+    data_dir.join("codeintel")
+}
+
+#[cfg(feature = "codeintel")]
+fn codeintel(args: &ServeArgs, data_dir: &Path) -> weir_pack_codeintel::CodeIntelPack {
+    // With --memory nothing goes to the data directory: the indexes (a
+    // cache of the repositories) go to the temporary directory instead.
+    let dir = if args.memory {
+        std::env::temp_dir().join("weir-codeintel")
+    } else {
+        codeintel_dir(data_dir)
+    };
+    let mut config = weir_pack_codeintel::CodeIntelConfig::new(dir);
+    config.roots = args.codeintel.codeintel_roots.clone();
+    // A page's streamed items count against the result limit: half of it
+    // leaves the summary room.
+    config.page_bytes = config.page_bytes.min(args.result_limit / 2).max(16 * 1024);
+    weir_pack_codeintel::CodeIntelPack::new(config)
+}
+
+#[cfg(feature = "llmstxt")]
+fn llmstxt(args: &crate::cli::LlmArgs) -> anyhow::Result<weir_pack_llmstxt::LlmsTxtPack> {
+    use anyhow::Context as _;
+    use weir_pack_llmstxt::llm::ChatConfig;
+    let model = match (&args.llm_endpoint, &args.llm_model) {
+        (Some(endpoint), Some(model)) => Some(ChatConfig {
+            api_key: args.llm_api_key.clone(),
+            ..ChatConfig::new(endpoint, model)
+        }),
+        (Some(_), None) => anyhow::bail!("--llm-endpoint needs --llm-model (or WEIR_LLM_MODEL)"),
+        _ => None,
+    };
+    weir_pack_llmstxt::LlmsTxtPack::new(model)
+        .context("starting the llms.txt tools (check --llm-endpoint)")
 }
 
 #[cfg(feature = "exec")]
@@ -45,4 +97,29 @@ async fn exec(
     })
     .await
     .context("starting the code execution tools (--no-exec leaves them out)")
+}
+
+#[cfg(feature = "critique")]
+fn critique(args: &crate::cli::CritiqueArgs) -> anyhow::Result<weir_pack_critique::CritiquePack> {
+    use anyhow::Context as _;
+    use std::time::Duration;
+    let mut env = Vec::new();
+    if let Some(home) = &args.critique_home {
+        env.push(("HOME".to_owned(), home.display().to_string()));
+    }
+    env.extend(args.critique_env.iter().cloned());
+    weir_pack_critique::CritiquePack::new(weir_pack_critique::CritiqueConfig {
+        clis: args.critique_clis.clone(),
+        models: args.critique_models.iter().cloned().collect(),
+        env,
+        max_parallel: args.critique_max_parallel.max(1),
+        agent_timeout: Duration::from_secs(args.critique_timeout.max(1)),
+        breaker: weir_core::BreakerConfig {
+            failure_threshold: args.critique_breaker_failures.max(1),
+            cooldown_ms: args.critique_breaker_cooldown.saturating_mul(1000),
+        },
+        cache_ttl: Duration::from_secs(args.critique_cache_ttl),
+        ..weir_pack_critique::CritiqueConfig::default()
+    })
+    .context("starting the critique tools (--no-critique leaves them out)")
 }

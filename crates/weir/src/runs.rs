@@ -39,6 +39,7 @@ pub(crate) async fn run(data_dir: &Path, command: RunsCommand) -> anyhow::Result
                 states,
                 tool,
                 node: None,
+                owner: None,
                 limit: Some(limit),
             };
             let runs = log.list_runs(&filter).await?;

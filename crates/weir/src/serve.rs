@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use weir_mcp::catalog::{Catalog, EmptyCatalog};
 use weir_mcp::transport::http::HttpOptions;
+use weir_mcp::transport::http::credentials::Credentials;
 use weir_mcp::{McpServer, ServerConfig, transport};
 use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig};
 use weir_store_sqlite::{SqliteLog, SqliteOptions};
@@ -77,15 +78,27 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
     let addr = args
         .http
         .unwrap_or_else(|| DEFAULT_HTTP_ADDR.parse().expect("valid default"));
+    let (credentials, secured) = match (&args.token, &args.tokens_file) {
+        (_, Some(path)) => {
+            let credentials = read_tokens_file(path)?;
+            let names: Vec<&str> = credentials.names().collect();
+            let secured = format!(
+                "bearer tokens of {}: {}; each sees only its own runs unless admin",
+                path.display(),
+                names.join(", ")
+            );
+            (credentials, secured)
+        }
+        (Some(token), None) => (Credentials::single(token), "bearer token required".into()),
+        (None, None) => (
+            Credentials::none(),
+            "no token (pass --token or --tokens-file to require one)".into(),
+        ),
+    };
     let options = HttpOptions {
         allowed_origins: args.allowed_origins,
         allowed_hosts: args.allowed_hosts,
-        token: args.token,
-    };
-    let secured = if options.token.is_some() {
-        "bearer token required"
-    } else {
-        "no token (pass --token to require one)"
+        credentials,
     };
     transport::http::serve_http(server, addr, options, |bound| {
         eprintln!("weir: serving MCP at http://{bound}/mcp ({secured}); run events at http://{bound}/runs/{{id}}/events; store {store}");
@@ -93,4 +106,37 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
     .await
     .with_context(|| format!("serving HTTP on {addr} (is the port in use? pick another with --http ADDR)"))?;
     Ok(Outcome::Completed)
+}
+
+/// The credentials of `--tokens-file`. A file others may write is refused
+/// (they could add an admin), as is one others may read that holds tokens
+/// themselves; one others may read that holds only digests is served, with
+/// a warning (a weak token can be guessed from its digest).
+fn read_tokens_file(path: &Path) -> anyhow::Result<Credentials> {
+    use std::os::unix::fs::MetadataExt;
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the tokens file {shown}"))?;
+    let credentials =
+        Credentials::parse(&text).with_context(|| format!("in the tokens file {shown}"))?;
+    let mode = std::fs::metadata(path)
+        .with_context(|| format!("reading the tokens file {shown}"))?
+        .mode()
+        & 0o777;
+    if mode & 0o022 != 0 {
+        anyhow::bail!(
+            "the tokens file {shown} may be written by other users (mode {mode:o}), who could add a token of their own: chmod 600 {shown}"
+        );
+    }
+    if mode & 0o044 != 0 {
+        if credentials.holds_tokens() {
+            anyhow::bail!(
+                "the tokens file {shown} holds tokens (token:...) and may be read by other users (mode {mode:o}): chmod 600 {shown}, or write each token's SHA-256 (sha256:...) instead"
+            );
+        }
+        eprintln!(
+            "weir: warning: the tokens file {shown} may be read by other users (mode {mode:o}); it holds only digests, but a weak token can be guessed from its digest: chmod 600 {shown}"
+        );
+    }
+    Ok(credentials)
 }

@@ -32,7 +32,7 @@
 //! | handlers | `handlers::{lifecycle, tools, tasks, resources, prompts, builtin}`: free functions over the shared state, one module per group of methods (`builtin`: weir's own `runs_*` and `get_status` tools and `weir://runs/…` resources) |
 //! | following | `follow`: the one loop over a run's log, for calls, resumed streams and tasks |
 //! | projection | `projection` (events → MCP messages and the final result), `session` (a client's session, outgoing messages) |
-//! | ground | `state` (scheduler, catalog, settings), `errors`, `protocol` (the revision a request speaks), `wire` (MCP's JSON forms), `delivery` (the bounded per-client queue in which progress coalesces), [`catalog`] |
+//! | ground | `state` (scheduler, catalog, settings), `caller` (who a request comes from, and the runs it may see), `errors`, `protocol` (the revision a request speaks), `wire` (MCP's JSON forms), `delivery` (the bounded per-client queue in which progress coalesces), [`catalog`] |
 //!
 //! ```
 //! # #[tokio::main]
@@ -61,6 +61,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod caller;
 pub mod catalog;
 mod delivery;
 mod errors;

@@ -128,13 +128,13 @@ async fn dispatch(
         "tools/list" => Ok(tools::list(state)),
         "resources/list" => Ok(resources::list(state)),
         "resources/templates/list" => resources::templates(state),
-        "resources/read" => resources::read(state, scope, params).await,
+        "resources/read" => resources::read(state, &session.caller, scope, params).await,
         "resources/subscribe" | "resources/unsubscribe" => resources::subscribe(params),
         "prompts/list" => Ok(prompts::list(state)),
         "prompts/get" => prompts::get(state, params).await,
         "completion/complete" => prompts::complete(state, params).await,
         "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" | "tasks/update" => {
-            tasks::request(state, scope, method, params).await
+            tasks::request(state, &session.caller, scope, method, params).await
         }
         other => Err(RpcError::new(
             code::METHOD_NOT_FOUND,

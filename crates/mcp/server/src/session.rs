@@ -9,6 +9,7 @@ use tokio::sync::{oneshot, watch};
 use weir_core::{LogLevel, RunId};
 use weir_runtime::now_ms;
 
+use crate::caller::Caller;
 use crate::delivery;
 use crate::protocol::{Era, Scope};
 
@@ -108,6 +109,9 @@ pub(crate) type Asked = watch::Receiver<Questions>;
 /// can reach and the parameters a resumed stream needs.
 pub(crate) struct Session {
     pub(crate) id: String,
+    /// Who the client is: the runs it starts are its own, and it sees only
+    /// the runs it may ([`Caller::sees`]).
+    pub(crate) caller: Caller,
     state: Mutex<SessionState>,
     /// When the client last used this session (Unix ms), for idle expiry.
     last_seen: AtomicU64,
@@ -131,9 +135,10 @@ struct SessionState {
 }
 
 impl Session {
-    pub(crate) fn new() -> Arc<Session> {
+    pub(crate) fn new(caller: Caller) -> Arc<Session> {
         Arc::new(Session {
             id: uuid::Uuid::now_v7().simple().to_string(),
+            caller,
             state: Mutex::default(),
             last_seen: AtomicU64::new(now_ms()),
         })

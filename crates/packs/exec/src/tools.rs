@@ -70,7 +70,11 @@ impl Tool for ExecuteCode {
         info.output_schema = Some(args::execute_output_schema());
         // The server puts the streamed output in the structured result too,
         // for hosts that show their model only that.
-        let mut info = info.with_text_fields(&["stdout", "stderr"]);
+        // The values of `env` are often credentials: the program gets them,
+        // the run's log (and every reader of it) only their names.
+        let mut info = info
+            .with_text_fields(&["stdout", "stderr"])
+            .with_secret_fields(&["env"]);
         if let Some(schema) = &mut info.output_schema {
             for (field, description) in args::EXECUTE_TEXT_FIELDS {
                 schema["properties"][field]["description"] = description.into();

@@ -35,7 +35,10 @@ pub fn append_target(events: &[RunEvent]) -> Option<&RunId> {
 }
 
 /// The run that appending `events` to an unknown run creates: only a log
-/// that starts with `started` may create its run.
+/// that starts with `started` may create its run. It has no owner: a run
+/// gets one only when it is registered ([`EventLog::create_run`]).
+///
+/// [`EventLog::create_run`]: super::EventLog::create_run
 pub fn run_started_by(events: &[RunEvent]) -> Result<NewRun, LogError> {
     let first = &events[0];
     let EventKind::Started(started) = &first.kind else {
@@ -47,6 +50,7 @@ pub fn run_started_by(events: &[RunEvent]) -> Result<NewRun, LogError> {
         arguments: started.arguments.clone(),
         node: started.node.clone(),
         ts: first.ts,
+        owner: None,
     })
 }
 

@@ -68,6 +68,7 @@ fn new_run(run: NewRun) -> MemoryRun {
             created_ts: run.ts,
             updated_ts: run.ts,
             finished_ts: None,
+            owner: run.owner,
         },
         batches: Vec::new(),
         artifacts: HashMap::new(),

@@ -34,12 +34,19 @@ pub struct NewRun {
     pub run_id: RunId,
     /// The tool it will execute.
     pub tool: String,
-    /// Its arguments.
+    /// Its arguments, as they may be read back: with the values of the
+    /// tool's secret fields redacted ([`ToolInfo::with_secret_fields`]).
+    ///
+    /// [`ToolInfo::with_secret_fields`]: crate::ToolInfo::with_secret_fields
     pub arguments: Value,
     /// The node that accepted it and will execute it.
     pub node: String,
     /// When it was accepted, Unix milliseconds.
     pub ts: u64,
+    /// Who started it: the name of the credential its caller presented;
+    /// `None` when the server has no credentials (a local client, or HTTP
+    /// without tokens). Servers show a run only to its owner and to admins.
+    pub owner: Option<String>,
 }
 
 /// What a store knows about a run without reading its events.
@@ -63,6 +70,10 @@ pub struct RunSummary {
     pub updated_ts: u64,
     /// When its terminal event was written.
     pub finished_ts: Option<u64>,
+    /// Who started it (see [`NewRun::owner`]); left out of its JSON when
+    /// it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl RunSummary {
@@ -84,6 +95,8 @@ pub struct RunFilter {
     pub tool: Option<String>,
     /// Only runs executed by this node.
     pub node: Option<String>,
+    /// Only runs started by this owner (runs without one never match).
+    pub owner: Option<String>,
     /// At most this many (all when `None`).
     pub limit: Option<usize>,
 }
@@ -94,6 +107,10 @@ impl RunFilter {
         (self.states.is_empty() || self.states.contains(&run.state))
             && self.tool.as_ref().is_none_or(|tool| *tool == run.tool)
             && self.node.as_ref().is_none_or(|node| *node == run.node)
+            && self
+                .owner
+                .as_ref()
+                .is_none_or(|owner| run.owner.as_ref() == Some(owner))
     }
 }
 

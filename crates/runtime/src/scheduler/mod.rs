@@ -72,6 +72,9 @@ pub struct RunOptions {
     /// Where the run's questions to its caller go (`RunContext::ask`);
     /// without it, the tool's questions fail with `AskError::NoResponder`.
     pub input_requests: Option<mpsc::Sender<InputRequest>>,
+    /// Who starts the run (the caller's credential), kept in its summary;
+    /// `None` when the server has no credentials.
+    pub owner: Option<String>,
 }
 
 /// Why a call did not become a run.

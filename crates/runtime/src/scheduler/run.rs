@@ -19,12 +19,19 @@ use crate::tool::Tool;
 /// that keeps a fast tool's memory flat when the store is slower.
 const EMIT_BUFFER: usize = 1024;
 
+/// A run's arguments: as the caller gave them, for the tool, and as the
+/// log keeps them (secrets redacted), for `started`.
+pub(super) struct Arguments {
+    pub(super) given: Value,
+    pub(super) stored: Value,
+}
+
 /// One run from queue to terminal event.
 pub(super) async fn execute(
     inner: &Arc<Inner>,
     run_id: &RunId,
     tool: &str,
-    arguments: Value,
+    arguments: Arguments,
     timeout: Duration,
     cancel: &Cancel,
     slots: Option<Slots>,
@@ -49,9 +56,10 @@ pub(super) async fn execute(
         receiver,
         cancel.token.clone(),
     ));
+    let Arguments { given, stored } = arguments;
     let started = Started {
         tool: tool.to_owned(),
-        arguments: arguments.clone(),
+        arguments: stored,
         node: inner.config.node.clone(),
     };
     // The receiver lives until the writer ends, which needs a terminal event.
@@ -71,7 +79,7 @@ pub(super) async fn execute(
                 inner.log.clone(),
                 cancel.inputs.clone(),
             );
-            run_tool(registered.tool.clone(), ctx, arguments, timeout, cancel).await
+            run_tool(registered.tool.clone(), ctx, given, timeout, cancel).await
         }
     };
     let _ = commands.send(Command::Emit(terminal)).await;

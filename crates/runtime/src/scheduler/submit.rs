@@ -54,14 +54,18 @@ impl Scheduler {
             }
         };
         let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
+        // The tool gets `arguments`; the log, and so every reader, only
+        // this copy, its secrets redacted.
+        let stored = registered.info.redact(&arguments);
         let created = inner
             .log
             .create_run(NewRun {
                 run_id: run_id.clone(),
                 tool: tool.to_owned(),
-                arguments: arguments.clone(),
+                arguments: stored.clone(),
                 node: inner.config.node.clone(),
                 ts: now_ms(),
+                owner: options.owner,
             })
             .await;
         if let Err(error) = created {
@@ -85,6 +89,10 @@ impl Scheduler {
         let id = run_id.clone();
         let tool = tool.to_owned();
         let finished = tokio::spawn(async move {
+            let arguments = run::Arguments {
+                given: arguments,
+                stored,
+            };
             let terminal =
                 run::execute(&inner, &id, &tool, arguments, timeout, &cancel, slots).await;
             inner.active.lock().expect("active runs lock").remove(&id);

@@ -235,6 +235,7 @@ pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {
                 arguments: json!({ "i": i }),
                 node: node.into(),
                 ts: 100 + i as u64,
+                owner: None,
             })
             .await
             .unwrap();
@@ -246,6 +247,7 @@ pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {
                 arguments: json!({}),
                 node: "n1".into(),
                 ts: 1,
+                owner: None,
             })
             .await;
         assert!(matches!(again, Err(LogError::RunExists(_))));
@@ -374,6 +376,7 @@ pub fn summaries_keep_the_arguments_a_run_was_given(stores: &impl StoreFactory) 
                     arguments: arguments.clone(),
                     node: "test".into(),
                     ts: 1,
+                    owner: None,
                 })
                 .await
                 .unwrap();
@@ -392,6 +395,77 @@ pub fn summaries_keep_the_arguments_a_run_was_given(stores: &impl StoreFactory) 
             let in_list = listed.iter().find(|run| run.run_id == run_id(name));
             assert_eq!(in_list, Some(&summary), "{name} listed");
         }
+    });
+}
+
+/// A run keeps the owner it was registered with through its whole life
+/// (pending, started, ended), in `get_run` and `list_runs` alike; a run
+/// created by its `started` event has none; listing by owner finds that
+/// owner's runs only, never a run without one.
+pub fn runs_keep_their_owner_and_are_listed_by_it(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
+        for (i, (name, owner)) in [("alice1", "alice"), ("bob1", "bob"), ("alice2", "alice")]
+            .into_iter()
+            .enumerate()
+        {
+            log.create_run(NewRun {
+                run_id: run_id(name),
+                tool: "t".into(),
+                arguments: json!({}),
+                node: "test".into(),
+                ts: 10 + i as u64,
+                owner: Some(owner.into()),
+            })
+            .await
+            .unwrap();
+        }
+        log.append(events(&run_id("bob1"), 0, vec![started("t"), done()]).into())
+            .await
+            .unwrap();
+        log.append(events(&run_id("alice2"), 0, vec![started("t")]).into())
+            .await
+            .unwrap();
+        log.append(events(&run_id("nobody"), 0, vec![started("t")]).into())
+            .await
+            .unwrap();
+        let owner = |name: &'static str| {
+            let log = log.clone();
+            async move { log.get_run(&run_id(name)).await.unwrap().unwrap().owner }
+        };
+        assert_eq!(owner("alice1").await.as_deref(), Some("alice"), "pending");
+        assert_eq!(owner("alice2").await.as_deref(), Some("alice"), "started");
+        assert_eq!(owner("bob1").await.as_deref(), Some("bob"), "ended");
+        assert_eq!(owner("nobody").await, None, "created by its started event");
+        let listed = |owner: Option<&str>| {
+            let log = log.clone();
+            let filter = RunFilter {
+                owner: owner.map(str::to_owned),
+                ..RunFilter::default()
+            };
+            async move {
+                log.list_runs(&filter)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|run| (run.run_id.to_string(), run.owner))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let some = |name: &str| Some(name.to_owned());
+        assert_eq!(
+            listed(Some("alice")).await,
+            [
+                ("alice2".to_owned(), some("alice")),
+                ("alice1".to_owned(), some("alice"))
+            ]
+        );
+        assert_eq!(
+            listed(Some("bob")).await,
+            [("bob1".to_owned(), some("bob"))]
+        );
+        assert_eq!(listed(Some("carol")).await, []);
+        assert_eq!(listed(None).await.len(), 4);
     });
 }
 

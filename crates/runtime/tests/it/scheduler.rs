@@ -215,6 +215,7 @@ async fn start_closes_the_runs_this_node_left_open() {
             arguments: json!({"a": 1}),
             node: node.into(),
             ts: 5,
+            owner: None,
         })
         .await
         .unwrap();
@@ -375,4 +376,73 @@ async fn shutdown_cancels_active_and_queued_runs_and_waits_for_their_end() {
         };
         assert_eq!(canceled.reason, "server shutting down");
     }
+}
+
+/// A tool's secret fields reach the tool as given, but the log — the run's
+/// summary and its `started` event — keeps them redacted; the run keeps
+/// the owner it was submitted with.
+#[tokio::test]
+async fn secrets_reach_the_tool_but_never_the_log() {
+    use async_trait::async_trait;
+    use weir_core::{Completed, Content, RunError};
+    use weir_runtime::{RunContext, ToolInfo};
+    struct Echo;
+    #[async_trait]
+    impl Tool for Echo {
+        fn info(&self) -> ToolInfo {
+            ToolInfo::new(
+                "echo",
+                "says how long its key is",
+                json!({"type": "object"}),
+            )
+            .with_secret_fields(&["env", "key"])
+        }
+        async fn run(&self, _: RunContext, args: serde_json::Value) -> Result<Completed, RunError> {
+            let seen = format!(
+                "{} {}",
+                args["env"]["API_KEY"].as_str().unwrap_or_default().len(),
+                args["key"].as_str().unwrap_or_default().len()
+            );
+            Ok(Completed {
+                content: vec![Content::text(seen)],
+                structured: None,
+            })
+        }
+    }
+    let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+    let scheduler = Scheduler::start(log.clone(), vec![Arc::new(Echo)], config(1, 1))
+        .await
+        .unwrap();
+    let given = json!({"code": "x", "env": {"API_KEY": "s3cret", "HOME": "/w"}, "key": "k3y!"});
+    let handle = scheduler
+        .submit(
+            "echo",
+            given,
+            RunOptions {
+                owner: Some("alice".into()),
+                ..RunOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let run = handle.run_id().clone();
+    let terminal = handle.finished().await.unwrap();
+    let EventKind::Completed(completed) = &terminal.kind else {
+        panic!("{terminal:?}")
+    };
+    assert_eq!(completed.content, [weir_core::Content::text("6 4")]);
+    let stored = json!({"code": "x", "env": {"API_KEY": "[redacted]", "HOME": "[redacted]"}, "key": "[redacted]"});
+    let summary = log.get_run(&run).await.unwrap().unwrap();
+    assert_eq!(summary.arguments, stored);
+    assert_eq!(summary.owner.as_deref(), Some("alice"));
+    let events = read_all(&*log, &run).await;
+    let EventKind::Started(started) = &events[0].kind else {
+        panic!("{:?}", events[0])
+    };
+    assert_eq!(started.arguments, stored);
+    let everything = serde_json::to_string(&events).unwrap();
+    assert!(
+        !everything.contains("s3cret") && !everything.contains("k3y!"),
+        "{everything}"
+    );
 }

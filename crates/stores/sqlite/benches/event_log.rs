@@ -83,6 +83,7 @@ fn fanout(c: &mut Criterion) {
                             arguments: json!({}),
                             node: "bench".into(),
                             ts: 0,
+                            owner: None,
                         })
                         .await
                         .unwrap();

@@ -12,8 +12,9 @@ use crate::Durability;
 
 /// Creates the log's directory (0700, when this creates it) and file (0600),
 /// and takes group and other access away from an existing file and its WAL
-/// and shared-memory files. The log holds every run's arguments, secrets
-/// included; SQLite gives the `-wal` and `-shm` files it creates the mode of
+/// and shared-memory files. The log holds every run's arguments (the
+/// values of fields a tool declares secret are redacted before they get
+/// here, but others may be sensitive) and output; SQLite gives the `-wal` and `-shm` files it creates the mode of
 /// the database file, so making that file private makes all three private.
 pub(crate) fn make_private(path: &Path) -> Result<(), LogError> {
     let failed = |doing: &'static str, at: &Path| {

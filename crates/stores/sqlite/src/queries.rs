@@ -70,7 +70,11 @@ pub(crate) fn list_runs(
         sql.push_str(&format!(" AND r.state IN ({marks})"));
         args.extend(filter.states.iter().map(|s| s.as_str().to_owned()));
     }
-    for (column, value) in [("tool", &filter.tool), ("node", &filter.node)] {
+    for (column, value) in [
+        ("tool", &filter.tool),
+        ("node", &filter.node),
+        ("owner", &filter.owner),
+    ] {
         if let Some(value) = value {
             sql.push_str(&format!(" AND r.{column} = ?"));
             args.push(value.clone());
@@ -152,7 +156,7 @@ pub(crate) fn artifact_bytes(
 /// A run's summary: its row, and the body of its `started` event when the
 /// row leaves the arguments to it (see the schema).
 const SELECT_SUMMARY: &str = "SELECT r.run_id, r.tool, r.node, r.state, r.next_seq,
-    r.created_ts, r.updated_ts, r.finished_ts, r.arguments, e.body
+    r.created_ts, r.updated_ts, r.finished_ts, r.arguments, e.body, r.owner
     FROM runs r LEFT JOIN events e
     ON r.arguments IS NULL AND e.run_key = r.run_key AND e.seq = 0";
 
@@ -197,6 +201,7 @@ fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<RunSumma
         created_ts: row.get::<_, i64>(5)? as u64,
         updated_ts: row.get::<_, i64>(6)? as u64,
         finished_ts: row.get::<_, Option<i64>>(7)?.map(|ts| ts as u64),
+        owner: row.get(10)?,
     }))
 }
 

@@ -10,12 +10,15 @@ use crate::queries::started_arguments;
 
 /// Bump when the schema changes; a newer file is refused, not misread, and
 /// an older one is migrated when opened.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 /// `runs.arguments` is NULL when the run's arguments are those of its
 /// `started` event (seq 0), which then keeps the only copy: a run's
 /// arguments, often its largest field, are written once. A pending run has
 /// no `started` event yet, so its row keeps them until it starts.
+///
+/// `runs.owner` is the name of the credential that started the run, NULL
+/// when the server had none (schema 4).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     run_key     INTEGER PRIMARY KEY,
@@ -27,7 +30,8 @@ CREATE TABLE IF NOT EXISTS runs (
     next_seq    INTEGER NOT NULL,
     created_ts  INTEGER NOT NULL,
     updated_ts  INTEGER NOT NULL,
-    finished_ts INTEGER
+    finished_ts INTEGER,
+    owner       TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_ts);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs (state);
@@ -70,6 +74,9 @@ pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), LogError
     }
     if version == 1 || version == 2 {
         migrate_from_2(conn).map_err(db("moving the runs table to schema 3"))?;
+    }
+    if (1..=3).contains(&version) {
+        migrate_from_3(conn).map_err(db("adding run owners (schema 4)"))?;
     }
     conn.execute_batch(SCHEMA)
         .and_then(|()| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
@@ -156,5 +163,24 @@ fn migrate_from_2(conn: &mut Connection) -> rusqlite::Result<()> {
         }
     }
     tx.execute_batch("PRAGMA user_version = 3;")?;
+    tx.commit()
+}
+
+/// Moves a schema 3 log to schema 4: runs get an owner, NULL for every run
+/// written before (they were started without credentials, or by a server
+/// that did not record them). A log migrated from schema 2 just now has the
+/// column already (its runs table was rebuilt from [`SCHEMA`]). One
+/// transaction: if it is interrupted, schema 3 stays as it was.
+fn migrate_from_3(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    let has_owner: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('runs') WHERE name = 'owner'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_owner {
+        tx.execute_batch("ALTER TABLE runs ADD COLUMN owner TEXT;")?;
+    }
+    tx.execute_batch("PRAGMA user_version = 4;")?;
     tx.commit()
 }

@@ -1,6 +1,8 @@
 //! Running the real coding-agent CLIs against a [`FakeModel`] in a test:
-//! where the pinned CLIs are, the environment every one of them gets, and
+//! where the pinned CLIs are, pointing each at the fake ([`point_at`]), and
 //! running one to its end with its whole process group killed afterwards.
+//! The environment and the process group are weir-agents' (the drivers
+//! weir runs the CLIs with), so tests run them as weir does.
 //! Shared by this crate's own CLI tests and by weir's tests of the CLIs as
 //! MCP hosts, so that both run them the same way.
 
@@ -10,6 +12,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use weir_agents::{PrivateHome, ProcessGroup};
 
 use crate::FakeModel;
 
@@ -44,36 +47,117 @@ pub fn installed() -> &'static Path {
     })
 }
 
-/// `cli` (`claude`, `codex` or `gemini`) with the environment every CLI
-/// gets — nothing of the test's but `PATH`; a private `HOME` and `TMPDIR`;
-/// updates, telemetry and non-essential traffic off — run in `work` with
-/// stdin `/dev/null`, leading a process group of its own.
+/// `cli` (`claude`, `codex` or `gemini`) as weir-agents runs every CLI
+/// in a private home ([`weir_agents::base_command`]): nothing of the
+/// test's environment but `PATH`; `HOME` and `TMPDIR` private; updates,
+/// telemetry and non-essential traffic off; run in `work` with stdin
+/// `/dev/null`, leading a process group of its own.
 pub fn command(cli: &str, home: &Path, tmp: &Path, work: &Path) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(installed().join(cli));
-    command
-        .env_clear()
-        // The Gemini CLI is a Node script (`#!/usr/bin/env node`), and the
-        // agents' shell tools (or an MCP server they start) need the usual
-        // commands.
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("TMPDIR", tmp)
-        .envs([
-            ("NO_UPDATE_NOTIFIER", "1"),
-            ("DISABLE_AUTOUPDATER", "1"),
-            ("DISABLE_TELEMETRY", "1"),
-            ("DISABLE_ERROR_REPORTING", "1"),
+    let private = PrivateHome {
+        home: home.to_owned(),
+        tmp: tmp.to_owned(),
+    };
+    weir_agents::base_command(&installed().join(cli), Some(&private), work)
+}
+
+/// Points `cli` (`claude`, `codex` or `gemini`) at `fake`, fully offline:
+/// writes the config files it needs into `home` and returns the
+/// environment variables to add. What each needs:
+///
+/// - claude: the base URL and a dummy key; retries off (a failed request
+///   would take the next scripted turn); non-essential traffic off (else
+///   it looks up its own API host); `CLAUDE_CODE_TMPDIR` (it ignores
+///   `TMPDIR`).
+/// - codex: a `config.toml` in `CODEX_HOME` (`home/.codex`) naming a
+///   provider on the fake with the Responses wire API, a model of codex's
+///   own catalog, retries, plugins and analytics off (else it reaches out
+///   to the network), approvals never asked.
+/// - gemini: the base URL, a dummy key, the workspace trusted, and
+///   `~/.gemini/settings.json` selecting API-key auth (with only the
+///   variable set, the auth type would be "gateway", which headless runs
+///   reject: exit 41).
+///
+/// # Panics
+///
+/// When a config file cannot be written, or `cli` is none of the three.
+pub fn point_at(cli: &str, fake: &FakeModel, home: &Path, tmp: &Path) -> Vec<(String, String)> {
+    let pairs = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect::<Vec<_>>()
+    };
+    let write = |path: PathBuf, text: String| {
+        std::fs::create_dir_all(path.parent().expect("a file in a directory"))
+            .and_then(|()| std::fs::write(&path, text))
+            .unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
+    };
+    let url = fake.url();
+    match cli {
+        "claude" => pairs(&[
+            ("ANTHROPIC_BASE_URL", url),
+            ("ANTHROPIC_API_KEY", "dummy"),
+            ("CLAUDE_CODE_MAX_RETRIES", "0"),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-            ("CI", "1"),
-            ("DO_NOT_TRACK", "1"),
-        ])
-        .current_dir(work)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    command
+            ("CLAUDE_CODE_TMPDIR", &tmp.to_string_lossy()),
+        ]),
+        "codex" => {
+            // Not under TMPDIR: codex refuses to put its sandbox helper
+            // under the temporary directory, and every sandboxed command
+            // then fails.
+            let codex_home = home.join(".codex");
+            write(codex_home.join("config.toml"), codex_config(url));
+            pairs(&[
+                ("CODEX_HOME", &codex_home.to_string_lossy()),
+                ("FAKE_API_KEY", "dummy"),
+            ])
+        }
+        "gemini" => {
+            write(
+                home.join(".gemini/settings.json"),
+                serde_json::json!({
+                    "security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+                    "privacy": {"usageStatisticsEnabled": false},
+                    "telemetry": {"enabled": false},
+                })
+                .to_string(),
+            );
+            pairs(&[
+                ("GOOGLE_GEMINI_BASE_URL", url),
+                ("GEMINI_API_KEY", "dummy"),
+                ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
+            ])
+        }
+        other => panic!("no offline recipe for the CLI {other:?}: claude, codex or gemini"),
+    }
+}
+
+/// Codex's config for a provider on the fake at `url`.
+fn codex_config(url: &str) -> String {
+    format!(
+        r#"model = "gpt-5.5"                # a slug of codex's own catalog, else it warns
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "workspace-write"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "weir-fake-model"
+base_url = "{url}/v1"
+wire_api = "responses"
+env_key = "FAKE_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 20000
+
+[features]
+plugins = false                  # else a plugin sync reaches out to the network
+
+[analytics]
+enabled = false
+"#
+    )
 }
 
 /// What a CLI printed: stdout's lines, each parsed as JSON, and stderr.
@@ -90,20 +174,6 @@ pub fn of_type<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
     lines.iter().filter(|line| line["type"] == kind).collect()
 }
 
-/// Kills a whole process group when dropped: whatever a CLI started dies
-/// with it, on success, failure or timeout alike.
-struct Group(u32);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        // Usually gone already (ESRCH): that is fine.
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.0)])
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
 /// Runs `command` (made by [`command`]) to its end, at most two minutes,
 /// asserts it succeeded and parses its stdout as NDJSON; `what` names it in
 /// failures, which also list the requests `fake` saw.
@@ -116,7 +186,7 @@ pub async fn run_to_end(
     let child = command
         .spawn()
         .unwrap_or_else(|error| panic!("cannot start {what}: {error}"));
-    let _group = Group(child.id().expect("a running child"));
+    let _group = ProcessGroup::new(child.id().expect("a running child"));
     let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
         .await
         .unwrap_or_else(|_| {

@@ -91,9 +91,24 @@ const LAYERS: &[Layer] = &[
         external: None,
     },
     Layer {
+        name: "weir-agents",
+        normal: Some(&["weir-core", "weir-proc"]),
+        // Its tests drive the real agent CLIs against the fake model.
+        dev: &["weir-core", "weir-proc", "weir-fake-model"],
+        external: None,
+    },
+    Layer {
+        // The one pack that runs coding agents: the pack row, plus the drivers.
+        name: "weir-pack-critique",
+        normal: Some(&["weir-core", "weir-runtime", "weir-proc", "weir-agents"]),
+        dev: &["weir-core", "weir-runtime", "weir-proc", "weir-agents"],
+        external: None,
+    },
+    Layer {
         name: "weir-fake-model",
-        normal: Some(&[]),
-        dev: &[],
+        // It runs the CLIs as weir-agents does (environment, process group).
+        normal: Some(&["weir-agents"]),
+        dev: &["weir-agents"],
         external: None,
     },
     Layer {
@@ -107,7 +122,8 @@ const LAYERS: &[Layer] = &[
 
 /// The layer of `crate_name`: its own row, or the pack row for `weir-pack-*`.
 fn layer_of(crate_name: &str) -> Option<Layer> {
-    if crate_name.starts_with("weir-pack-") {
+    let own = LAYERS.iter().find(|layer| layer.name == crate_name);
+    if own.is_none() && crate_name.starts_with("weir-pack-") {
         return Some(Layer {
             name: "weir-pack-*",
             normal: Some(PACK),
@@ -115,10 +131,7 @@ fn layer_of(crate_name: &str) -> Option<Layer> {
             external: None,
         });
     }
-    LAYERS
-        .iter()
-        .find(|layer| layer.name == crate_name)
-        .map(|layer| Layer { ..*layer })
+    own.map(|layer| Layer { ..*layer })
 }
 
 /// Every broken rule in `metadata` (the JSON of `cargo metadata --no-deps`),

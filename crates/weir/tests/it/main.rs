@@ -1,16 +1,26 @@
 //! The `weir` binary, driven as a user would: one test binary, a module per
-//! area — `runs` over a data directory (`cli`), `call`/`tools` against
-//! servers (`call`), the exec pack through `weir serve` (`exec`) and its
+//! area — `weir agent` on the real agent CLIs (`agent`), `runs` over a
+//! data directory (`cli`), `call`/`tools` against servers (`call`), the
+//! code intelligence tools through `weir index` and `weir serve` (`codeintel`), the
+//! critique pack's tools on the real agent CLIs (`critique`), the exec pack through `weir serve` (`exec`) and its
 //! hardening against hostile runs (`exec_hardening`), the real Claude Code
 //! and Gemini CLIs as MCP hosts of `weir serve --stdio` (`hosts`), a tool
-//! waiting on its client's answer (`input`), and the crate layering over
+//! waiting on its client's answer (`input`), who can see a run and that
+//! secrets are never read back (`ownership`), llms.txt with the real
+//! small model (`llmstxt`), and the crate layering over
 //! `cargo metadata` (`layering`).
 
+mod agent;
 mod call;
 mod cli;
+#[cfg(feature = "codeintel")]
+mod codeintel;
+mod critique;
 mod edges;
 mod exec;
 mod exec_hardening;
 mod hosts;
 mod input;
 mod layering;
+mod llmstxt;
+mod ownership;

@@ -10,6 +10,7 @@ use weir_core::{RunId, RunState};
 use weir_mcp_wire::jsonrpc::RpcError;
 use weir_runtime::log::RunFilter;
 
+use crate::caller::Caller;
 use crate::errors::internal;
 use crate::protocol::SUPPORTED_VERSIONS;
 use crate::state::ServerState;
@@ -48,8 +49,9 @@ fn run_schema() -> Value {
             "created_ts": ts("it was accepted"),
             "updated_ts": ts("its last event was written"),
             "finished_ts": { "type": ["integer", "null"], "minimum": 0, "description": "When its terminal event was written, Unix milliseconds; null while it runs." },
+            "owner": { "type": "string", "description": "The name of the credential that started it; absent when the server has no credentials." },
         }),
-        &[],
+        &["owner"],
     )
 }
 
@@ -107,7 +109,7 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
         ),
         tool(
             "runs_get",
-            "Show one run: tool, arguments, state, event count, timing.",
+            "Show one run: tool, arguments (secret values redacted), state, event count, timing.",
             json!({ "run_id": run_id_schema() }),
             &["run_id"],
             object(json!({ "run": run_schema() }), &[]),
@@ -229,6 +231,7 @@ fn run_id_arg(arguments: &Value) -> Result<RunId, String> {
 /// Handles a call to one of weir's own tools; `None` if `name` is not one.
 pub(crate) async fn call(
     state: &ServerState,
+    caller: &Caller,
     name: &str,
     arguments: &Value,
 ) -> Option<Result<Value, RpcError>> {
@@ -236,16 +239,18 @@ pub(crate) async fn call(
     if let Err(message) = weir_core::check_arguments(&tool["inputSchema"], arguments) {
         return Some(Ok(tool_error(format!("invalid arguments: {message}"))));
     }
-    Some(match answer(state, name, arguments).await {
+    Some(match answer(state, caller, name, arguments).await {
         Ok(Ok(value)) => Ok(structured(value)),
         Ok(Err(message)) => Ok(tool_error(message)),
         Err(error) => Err(error),
     })
 }
 
-/// `Ok(Err(..))` is a tool-level error the caller can act on.
+/// `Ok(Err(..))` is a tool-level error the caller can act on. A run the
+/// caller may not see is answered as a run that does not exist.
 async fn answer(
     state: &ServerState,
+    caller: &Caller,
     name: &str,
     arguments: &Value,
 ) -> Result<Result<Value, String>, RpcError> {
@@ -254,7 +259,7 @@ async fn answer(
     let missing = |run_id: &RunId| format!("no run {run_id}; list runs with runs_list");
     match name {
         "runs_list" => {
-            let filter = RunFilter {
+            let filter = caller.narrow(RunFilter {
                 states: arguments
                     .get("state")
                     .and_then(Value::as_str)
@@ -266,11 +271,12 @@ async fn answer(
                     .and_then(Value::as_str)
                     .map(str::to_owned),
                 node: None,
+                owner: None,
                 limit: Some(
                     usize::try_from(u64_arg(arguments, "limit").unwrap_or(20))
                         .unwrap_or(usize::MAX),
                 ),
-            };
+            });
             let runs = log.list_runs(&filter).await.map_err(internal)?;
             Ok(Ok(json!({ "runs": runs })))
         }
@@ -301,7 +307,8 @@ async fn answer(
                 Ok(run_id) => run_id,
                 Err(message) => return Ok(Err(message)),
             };
-            let Some(run) = log.get_run(&run_id).await.map_err(internal)? else {
+            let seen = log.get_run(&run_id).await.map_err(internal)?;
+            let Some(run) = seen.filter(|run| caller.sees(run)) else {
                 return Ok(Err(missing(&run_id)));
             };
             match name {
@@ -388,6 +395,7 @@ pub(crate) fn run_resource_templates() -> Vec<Value> {
 /// Contents of a `weir://runs/...` URI; `None` for other URIs.
 pub(crate) async fn read_run_resource(
     state: &ServerState,
+    caller: &Caller,
     uri: &str,
 ) -> Result<Option<Value>, RpcError> {
     let Some(rest) = uri.strip_prefix("weir://runs/") else {
@@ -401,7 +409,8 @@ pub(crate) async fn read_run_resource(
     let Ok(run_id) = RunId::parse(id) else {
         return Ok(None);
     };
-    let Some(run) = log.get_run(&run_id).await.map_err(internal)? else {
+    let seen = log.get_run(&run_id).await.map_err(internal)?;
+    let Some(run) = seen.filter(|run| caller.sees(run)) else {
         return Ok(None);
     };
     let contents = match artifact {
@@ -500,7 +509,8 @@ mod tests {
         };
 
         let arguments = json!({ "run_id": run_id, "name": "bytes.bin" });
-        let page = super::call(&state, "runs_artifact", &arguments)
+        let local = crate::caller::Caller::local();
+        let page = super::call(&state, &local, "runs_artifact", &arguments)
             .await
             .expect("a built-in tool")
             .expect("answered");
@@ -510,7 +520,7 @@ mod tests {
         );
 
         let uri = format!("weir://runs/{run_id}/artifacts/bytes.bin");
-        let contents = super::read_run_resource(&state, &uri)
+        let contents = super::read_run_resource(&state, &local, &uri)
             .await
             .expect("read")
             .expect("a run resource");

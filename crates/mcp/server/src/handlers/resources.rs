@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 use weir_mcp_wire::jsonrpc::{RpcError, code};
 
+use crate::caller::Caller;
 use crate::errors::{internal, required_str};
 use crate::handlers::builtin;
 use crate::protocol::{Era, Scope};
@@ -27,11 +28,12 @@ pub(crate) fn templates(state: &ServerState) -> Result<Value, RpcError> {
 /// `resources/read`: a run resource, else the catalog's.
 pub(crate) async fn read(
     state: &ServerState,
+    caller: &Caller,
     scope: &Scope,
     params: &Value,
 ) -> Result<Value, RpcError> {
     let uri = required_str(params, "uri")?;
-    let contents = match builtin::read_run_resource(state, uri).await? {
+    let contents = match builtin::read_run_resource(state, caller, uri).await? {
         Some(contents) => contents,
         None => match state.catalog.read_resource(uri).await {
             Some(contents) => serde_json::to_value(contents).map_err(internal)?,

@@ -10,6 +10,7 @@ use weir_mcp_wire::jsonrpc::{RpcError, code};
 use weir_mcp_wire::revision::TASKS_EXTENSION;
 use weir_runtime::log::{RunFilter, RunSummary};
 
+use crate::caller::Caller;
 use crate::errors::{internal, required_str};
 use crate::follow::{FollowError, final_result, follow_asking};
 use crate::protocol::{Era, Scope, meta_key};
@@ -85,7 +86,12 @@ fn unknown_task(task_id: &str) -> RpcError {
     ))
 }
 
-async fn run_summary(state: &ServerState, task_id: &str) -> Result<RunSummary, RpcError> {
+/// The run of a task `caller` may see: another's is an unknown task too.
+async fn run_summary(
+    state: &ServerState,
+    caller: &Caller,
+    task_id: &str,
+) -> Result<RunSummary, RpcError> {
     let run_id = RunId::parse(task_id).map_err(|_| unknown_task(task_id))?;
     state
         .scheduler
@@ -93,16 +99,18 @@ async fn run_summary(state: &ServerState, task_id: &str) -> Result<RunSummary, R
         .get_run(&run_id)
         .await
         .map_err(internal)?
+        .filter(|run| caller.sees(run))
         .ok_or_else(|| unknown_task(task_id))
 }
 
 /// The immediate answer to a call served as a task.
 pub(crate) async fn created(
     state: &ServerState,
+    caller: &Caller,
     era: Era,
     run_id: &RunId,
 ) -> Result<Value, RpcError> {
-    let run = run_summary(state, run_id.as_str()).await?;
+    let run = run_summary(state, caller, run_id.as_str()).await?;
     let task = task_json(state, &run, era);
     Ok(match era {
         Era::Session => json!({ "task": task }),
@@ -118,6 +126,7 @@ pub(crate) async fn created(
 /// `tasks/update`, each as the request's era defines it.
 pub(crate) async fn request(
     state: &ServerState,
+    caller: &Caller,
     scope: &Scope,
     method: &str,
     params: &Value,
@@ -130,17 +139,17 @@ pub(crate) async fn request(
         let runs = state
             .scheduler
             .log()
-            .list_runs(&RunFilter {
+            .list_runs(&caller.narrow(RunFilter {
                 limit: Some(100),
                 ..RunFilter::default()
-            })
+            }))
             .await
             .map_err(internal)?;
         let tasks: Vec<Value> = runs.iter().map(|run| task_json(state, run, era)).collect();
         return Ok(json!({ "tasks": tasks }));
     }
     let task_id = required_str(params, "taskId")?;
-    let run = run_summary(state, task_id).await?;
+    let run = run_summary(state, caller, task_id).await?;
     match (method, era) {
         ("tasks/get", Era::Session) => Ok(task_json(state, &run, era)),
         ("tasks/get", Era::Stateless) => {
@@ -164,7 +173,7 @@ pub(crate) async fn request(
                 Era::Session => {
                     // Report the state once the cancel has landed in the log.
                     let _ = final_result(state, &run.run_id).await;
-                    let run = run_summary(state, task_id).await?;
+                    let run = run_summary(state, caller, task_id).await?;
                     Ok(task_json(state, &run, era))
                 }
                 Era::Stateless => Ok(json!({})),
@@ -187,7 +196,7 @@ pub(crate) async fn result(
     out: &Outbound,
 ) -> Result<Value, RpcError> {
     let task_id = required_str(params, "taskId")?;
-    let run = run_summary(state, task_id).await?;
+    let run = run_summary(state, &session.caller, task_id).await?;
     let quiet = Scope {
         era: Era::Session,
         client_capabilities: json!({}),

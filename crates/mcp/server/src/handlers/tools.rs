@@ -56,7 +56,7 @@ pub(crate) async fn call(
         Some(object @ Value::Object(_)) => object.clone(),
         Some(_) => return Err(RpcError::invalid_params("\"arguments\" must be an object")),
     };
-    if let Some(result) = builtin::call(state, &name, &arguments).await {
+    if let Some(result) = builtin::call(state, &session.caller, &name, &arguments).await {
         return result.map(Some);
     }
     let legacy_task = scope.era == Era::Session && params.get("task").is_some();
@@ -71,6 +71,7 @@ pub(crate) async fn call(
     let answering = scope.era == Era::Session;
     let options = RunOptions {
         input_requests: answering.then_some(questions),
+        owner: session.caller.owner(),
         ..RunOptions::default()
     };
     let submitted = state.scheduler.submit(&name, arguments, options).await;
@@ -98,7 +99,9 @@ pub(crate) async fn call(
             let capabilities = &scope.client_capabilities;
             relay_questions(session, &run_id, asked, capabilities, Some(&run_id));
         }
-        return tasks::created(state, scope.era, &run_id).await.map(Some);
+        return tasks::created(state, &session.caller, scope.era, &run_id)
+            .await
+            .map(Some);
     }
     session.track_call(request_id, &run_id, scope);
     let questions = answering.then(|| (asked, session.clone()));

@@ -11,6 +11,7 @@ use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
 };
 
+use crate::caller::Caller;
 use crate::server::McpServer;
 use crate::session::{Outgoing, Session, outbound};
 use crate::transport::era_of;
@@ -90,7 +91,8 @@ pub async fn serve_lines(
         }
         output.flush().await
     });
-    let session = Session::new();
+    // One client, the process that spawned weir: it sees every run.
+    let session = Session::new(Caller::local());
     let max = server.max_message_bytes();
     let mut input = BufReader::new(input);
     let mut line = Vec::new();

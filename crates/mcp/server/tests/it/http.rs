@@ -135,7 +135,7 @@ impl McpHttp {
 #[tokio::test]
 async fn foreign_hosts_origins_and_missing_tokens_are_refused() {
     let (base, _) = start(HttpOptions {
-        token: Some("s3cret".into()),
+        credentials: weir_mcp::transport::http::credentials::Credentials::single("s3cret"),
         ..HttpOptions::default()
     })
     .await;

@@ -3,6 +3,7 @@
 
 mod http;
 mod input;
+mod owners;
 mod progress;
 mod results;
 mod snapshots;

@@ -608,6 +608,10 @@ async fn session_tools_list() {
                                   "type": ["integer", "null"]
                                 },
                                 "node": {"description": "The node executing it.", "type": "string"},
+                                "owner": {
+                                  "description": "The name of the credential that started it; absent when the server has no credentials.",
+                                  "type": "string"
+                                },
                                 "run_id": {
                                   "description": "The run's id (the task id, for calls made as tasks).",
                                   "type": "string"
@@ -645,7 +649,7 @@ async fn session_tools_list() {
                     },
                     {
                       "annotations": {"readOnlyHint": true},
-                      "description": "Show one run: tool, arguments, state, event count, timing.",
+                      "description": "Show one run: tool, arguments (secret values redacted), state, event count, timing.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
@@ -679,6 +683,10 @@ async fn session_tools_list() {
                                 "type": ["integer", "null"]
                               },
                               "node": {"description": "The node executing it.", "type": "string"},
+                              "owner": {
+                                "description": "The name of the credential that started it; absent when the server has no credentials.",
+                                "type": "string"
+                              },
                               "run_id": {
                                 "description": "The run's id (the task id, for calls made as tasks).",
                                 "type": "string"
@@ -2100,6 +2108,10 @@ async fn stateless_tools_list() {
                                   "type": ["integer", "null"]
                                 },
                                 "node": {"description": "The node executing it.", "type": "string"},
+                                "owner": {
+                                  "description": "The name of the credential that started it; absent when the server has no credentials.",
+                                  "type": "string"
+                                },
                                 "run_id": {
                                   "description": "The run's id (the task id, for calls made as tasks).",
                                   "type": "string"
@@ -2137,7 +2149,7 @@ async fn stateless_tools_list() {
                     },
                     {
                       "annotations": {"readOnlyHint": true},
-                      "description": "Show one run: tool, arguments, state, event count, timing.",
+                      "description": "Show one run: tool, arguments (secret values redacted), state, event count, timing.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
@@ -2171,6 +2183,10 @@ async fn stateless_tools_list() {
                                 "type": ["integer", "null"]
                               },
                               "node": {"description": "The node executing it.", "type": "string"},
+                              "owner": {
+                                "description": "The name of the credential that started it; absent when the server has no credentials.",
+                                "type": "string"
+                              },
                               "run_id": {
                                 "description": "The run's id (the task id, for calls made as tasks).",
                                 "type": "string"

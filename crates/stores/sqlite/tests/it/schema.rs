@@ -29,6 +29,7 @@ fn registered(name: &str, arguments: Value) -> NewRun {
         arguments,
         node: "test".into(),
         ts: 10,
+        owner: None,
     }
 }
 
@@ -87,6 +88,14 @@ fn user_version(path: &Path) -> i64 {
         .unwrap()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap()
+}
+
+/// Puts the runs table back the way schema 3 laid it out: no owners.
+fn runs_back_to_schema_3(path: &Path) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch("ALTER TABLE runs DROP COLUMN owner; PRAGMA user_version = 3;")
+        .unwrap();
 }
 
 /// Puts the runs table back the way schemas 1 and 2 laid it out: every row
@@ -184,7 +193,7 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!((version, without_rowid), (3, 0));
+    assert_eq!((version, without_rowid), (4, 0));
 }
 
 /// A log written by schema 2 (every run's arguments in its row as well as in
@@ -224,7 +233,7 @@ async fn a_schema_2_log_is_migrated_with_every_summary() {
             Some(summary)
         );
     }
-    assert_eq!(user_version(&path), 3);
+    assert_eq!(user_version(&path), 4);
     assert_eq!(
         stored_arguments(&path),
         [
@@ -241,6 +250,57 @@ async fn a_schema_2_log_is_migrated_with_every_summary() {
     let pending = log.get_run(&run_id("pending")).await.unwrap().unwrap();
     assert_eq!(pending.arguments, json!({"n": 2}));
     assert_eq!(stored_arguments(&path)[1], ("pending".to_owned(), None));
+}
+
+/// A log written by schema 3 (runs without owners) opens on schema 4 with
+/// every summary and event as it was, each run without an owner; the
+/// migrated file keeps the owners of runs registered afterwards, and lists
+/// by them.
+#[tokio::test]
+async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let (summaries, logs) = {
+        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+        write_runs_of_every_kind(&log).await;
+        let summaries = log.list_runs(&RunFilter::default()).await.unwrap();
+        let mut logs = Vec::new();
+        for summary in &summaries {
+            logs.push(log.read(&summary.run_id, 0, 100).await.unwrap());
+        }
+        (summaries, logs)
+    };
+    runs_back_to_schema_3(&path);
+    assert_eq!(user_version(&path), 3);
+
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(user_version(&path), 4);
+    let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(migrated, summaries);
+    assert!(migrated.iter().all(|run| run.owner.is_none()));
+    for (summary, events) in summaries.iter().zip(&logs) {
+        assert_eq!(&log.read(&summary.run_id, 0, 100).await.unwrap(), events);
+    }
+    let mut owned = registered("owned", json!({}));
+    owned.owner = Some("alice".into());
+    log.create_run(owned).await.unwrap();
+    log.append(events(&run_id("owned"), 0, vec![started_with(json!({})), done()]).into())
+        .await
+        .unwrap();
+    drop(log);
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let alices = log
+        .list_runs(&RunFilter {
+            owner: Some("alice".into()),
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(alices.len(), 1);
+    assert_eq!(
+        (alices[0].run_id.as_str(), alices[0].owner.as_deref()),
+        ("owned", Some("alice"))
+    );
 }
 
 /// A run's arguments are written once: in its row while it is pending, in

@@ -5,8 +5,9 @@
 //! the scripted text, and that a tool call makes the round trip: the CLI
 //! runs the tool and sends its result in the next request.
 //!
-//! What keeps them offline and independent of the machine: no environment
-//! of the host but PATH; a private HOME, TMPDIR (and CODEX_HOME,
+//! What keeps them offline and independent of the machine
+//! (`agent_clis::command` and `agent_clis::point_at`): no environment of the
+//! host but PATH; a private HOME, TMPDIR (and CODEX_HOME,
 //! CLAUDE_CODE_TMPDIR) per test; each CLI's base URL on the fake; explicit
 //! models, so no CLI looks one up; retries off; update checks, telemetry and
 //! plugin syncs off; stdin `/dev/null`, since a pipe left open makes Claude
@@ -52,6 +53,11 @@ impl Sandbox {
     fn command(&self, cli: &str) -> tokio::process::Command {
         agent_clis::command(cli, &self.home, &self.tmp, &self.work)
     }
+
+    /// What points `cli` at `fake` (config files written into `home`).
+    fn point_at(&self, cli: &str, fake: &FakeModel) -> Vec<(String, String)> {
+        agent_clis::point_at(cli, fake, &self.home, &self.tmp)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,25 +72,17 @@ async fn claude_code_streams_the_deltas_and_runs_a_bash_tool() {
         Turn::text("Done: the command printed hello-from-tool.").streamed(deltas(3)),
     ]);
     let sandbox = Sandbox::new();
-    let claude_tmp = sandbox.tmp.join("claude");
-    std::fs::create_dir(&claude_tmp).unwrap();
     let mut command = sandbox.command("claude");
-    command
-        .env("ANTHROPIC_BASE_URL", fake.url())
-        .env("ANTHROPIC_API_KEY", "dummy")
-        // Else it writes /tmp/claude-<uid>/ and /tmp/cc-socks/ (TMPDIR is ignored).
-        .env("CLAUDE_CODE_TMPDIR", &claude_tmp)
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .args([
-            "-p",
-            "run the greeting",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--include-partial-messages",
-            "--model",
-            "claude-opus-5-5",
-        ]);
+    command.envs(sandbox.point_at("claude", &fake)).args([
+        "-p",
+        "run the greeting",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--model",
+        "claude-opus-5-5",
+    ]);
     let run = run_to_end(command, "claude", &fake).await;
 
     // Its own stream: the raw SSE deltas, wrapped in `stream_event` lines.
@@ -172,47 +170,15 @@ async fn codex_streams_the_answer_and_runs_exec_command() {
         Turn::text("Done: wrote out.txt.").streamed(deltas(3)),
     ]);
     let sandbox = Sandbox::new();
-    // Not under TMPDIR: codex refuses to put its sandbox helper under the
-    // temporary directory, and every sandboxed command then fails.
-    let codex_home = sandbox.home.join("codex-home");
-    std::fs::create_dir(&codex_home).unwrap();
-    let config = format!(
-        r#"model = "gpt-5.5"                # a slug of codex's own catalog, else it warns
-model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "workspace-write"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "weir-fake-model"
-base_url = "{}/v1"
-wire_api = "responses"
-env_key = "FAKE_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-stream_idle_timeout_ms = 20000
-
-[features]
-plugins = false                  # else a plugin sync reaches out to the network
-
-[analytics]
-enabled = false
-"#,
-        fake.url()
-    );
-    std::fs::write(codex_home.join("config.toml"), config).unwrap();
     let mut command = sandbox.command("codex");
-    command
-        .env("CODEX_HOME", &codex_home)
-        .env("FAKE_API_KEY", "dummy")
-        .args([
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "-m",
-            "gpt-5.5",
-            "write a file",
-        ]);
+    command.envs(sandbox.point_at("codex", &fake)).args([
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "-m",
+        "gpt-5.5",
+        "write a file",
+    ]);
     let run = run_to_end(command, "codex", &fake).await;
 
     // `codex exec --json` prints items whole, not deltas: the scripted
@@ -266,33 +232,10 @@ enabled = false
     );
 }
 
-/// The Gemini CLI's settings: the API-key auth type keeps
-/// GOOGLE_GEMINI_BASE_URL in force (with only the variable set, the auth
-/// type would be "gateway", which headless runs reject: exit 41).
-fn gemini_sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    let settings = sandbox.home.join(".gemini");
-    std::fs::create_dir(&settings).unwrap();
-    std::fs::write(
-        settings.join("settings.json"),
-        json!({
-            "security": {"auth": {"selectedType": "gemini-api-key"}},
-            "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
-            "privacy": {"usageStatisticsEnabled": false},
-            "telemetry": {"enabled": false},
-        })
-        .to_string(),
-    )
-    .unwrap();
-    sandbox
-}
-
 fn gemini_command(sandbox: &Sandbox, fake: &FakeModel, args: &[&str]) -> tokio::process::Command {
     let mut command = sandbox.command("gemini");
     command
-        .env("GOOGLE_GEMINI_BASE_URL", fake.url())
-        .env("GEMINI_API_KEY", "dummy")
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .envs(sandbox.point_at("gemini", fake))
         .args(args)
         .args(["--output-format", "stream-json"]);
     command
@@ -318,7 +261,7 @@ async fn gemini_cli_streams_the_deltas_and_reads_a_file() {
         },
         Turn::text("All done.").streamed(deltas(2)),
     ]);
-    let sandbox = gemini_sandbox();
+    let sandbox = Sandbox::new();
     std::fs::write(sandbox.work.join("notes.txt"), "hello from file\n").unwrap();
     // read_file is one of the read-only tools a headless run has without
     // `--yolo`.
@@ -365,7 +308,7 @@ async fn gemini_cli_streams_the_deltas_and_reads_a_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gemini_cli_auto_model_routes_through_the_schema_answer_without_taking_a_turn() {
     let fake = fake([Turn::text("Hi! (scripted reply from the fake)").streamed(deltas(2))]);
-    let sandbox = gemini_sandbox();
+    let sandbox = Sandbox::new();
     // No `-m`: the `auto` model asks the router first.
     let command = gemini_command(&sandbox, &fake, &["-p", "say hi"]);
     let run = run_to_end(command, "gemini (auto model)", &fake).await;

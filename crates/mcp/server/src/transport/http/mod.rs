@@ -6,6 +6,7 @@
 //! with SSE ids taken from the run log: `Last-Event-ID` resumes a dropped
 //! call stream from the log, also long after the event was sent.
 
+pub mod credentials;
 pub mod headers;
 
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::Extension;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
@@ -28,14 +30,14 @@ use serde_json::{Value, json};
 use weir_core::{EventKind, RunId, Seq};
 use weir_runtime::{EventLog, LogError, Subscription};
 
+use crate::caller::Caller;
 use crate::follow::{FollowError, follow_asking};
 use crate::protocol::Era;
 use crate::server::McpServer;
 use crate::session::{Delivery, Outgoing, Session, outbound};
 use crate::transport::era_of;
-use headers::{
-    bearer_token, parse_authority, parse_media_type, parse_origin, parse_seq, tokens_match,
-};
+use credentials::Credentials;
+use headers::{bearer_token, parse_authority, parse_media_type, parse_origin, parse_seq};
 use weir_mcp_wire::jsonrpc::{Incoming, RpcError, code, error_response};
 
 /// Security settings of the HTTP transport.
@@ -49,8 +51,10 @@ pub struct HttpOptions {
     /// Hosts allowed in `Host` besides loopback (for a non-loopback bind):
     /// `host` (any port) or `host:port`, e.g. `weir.internal:8765`.
     pub allowed_hosts: Vec<String>,
-    /// When set, every request needs `Authorization: Bearer <token>`.
-    pub token: Option<String>,
+    /// When there are any, every request needs `Authorization: Bearer
+    /// <token>` with one of their tokens, and is served as the caller that
+    /// token names: a caller that is not an admin sees only its own runs.
+    pub credentials: Credentials,
 }
 
 struct HttpState {
@@ -135,19 +139,23 @@ fn plain_error(status: StatusCode, message: &str) -> Response {
 
 /// Every route's gate: DNS-rebinding protection (`Host`, `Origin`) and the
 /// bearer token, checked before any handler runs (SECURITY.md, "The HTTP
-/// server").
-async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
+/// server"). The caller the token names goes to the handler as a request
+/// extension.
+async fn guard(State(state): State<Arc<HttpState>>, mut request: Request, next: Next) -> Response {
     match admit(&state.options, request.uri(), request.headers()) {
-        Ok(()) => next.run(request).await,
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
         Err(refusal) => refusal,
     }
 }
 
-/// `Ok` when the request may be served; `Err` is the refusal.
+/// The caller when the request may be served; `Err` is the refusal.
 // A ready response as the error keeps the gate to one early return; its size
 // does not matter on this path.
 #[allow(clippy::result_large_err)]
-fn admit(options: &HttpOptions, uri: &Uri, headers: &HeaderMap) -> Result<(), Response> {
+fn admit(options: &HttpOptions, uri: &Uri, headers: &HeaderMap) -> Result<Caller, Response> {
     // RFC 9112 §3.2: a request without a Host, with two, or with one that is
     // not an authority is a bad request. An absolute-form target names a
     // host too; both must pass.
@@ -227,13 +235,17 @@ fn admit(options: &HttpOptions, uri: &Uri, headers: &HeaderMap) -> Result<(), Re
             )));
         }
     }
-    if let Some(token) = &options.token {
-        let mut values = headers.get_all(header::AUTHORIZATION).iter();
-        let presented = match (values.next(), values.next()) {
-            (Some(value), None) => bearer_token(value.as_bytes()),
-            _ => None,
-        };
-        if !presented.is_some_and(|presented| tokens_match(presented, token.as_bytes())) {
+    if options.credentials.is_empty() {
+        return Ok(Caller::local());
+    }
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let presented = match (values.next(), values.next()) {
+        (Some(value), None) => bearer_token(value.as_bytes()),
+        _ => None,
+    };
+    match presented.and_then(|presented| options.credentials.identify(presented)) {
+        Some(caller) => Ok(caller),
+        None => {
             let mut refusal = plain_error(
                 StatusCode::UNAUTHORIZED,
                 "missing or wrong bearer token: send Authorization: Bearer <token>",
@@ -241,14 +253,20 @@ fn admit(options: &HttpOptions, uri: &Uri, headers: &HeaderMap) -> Result<(), Re
             refusal
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return Err(refusal);
+            Err(refusal)
         }
     }
-    Ok(())
 }
 
+/// The session the request names. A session is its creator's: to another
+/// caller it does not exist, so its streams cannot be resumed, its calls
+/// cancelled or its questions answered by anyone else.
 #[allow(clippy::result_large_err)]
-fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+fn session_of(
+    state: &HttpState,
+    caller: &Caller,
+    headers: &HeaderMap,
+) -> Result<Arc<Session>, Response> {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return Err(plain_error(
             StatusCode::BAD_REQUEST,
@@ -260,6 +278,7 @@ fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Session>, Re
         .lock()
         .expect("sessions lock")
         .get(id)
+        .filter(|session| session.caller == *caller)
         .cloned();
     session.inspect(|session| session.touch()).ok_or_else(|| {
         json_error(
@@ -275,6 +294,7 @@ fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Session>, Re
 
 async fn post_mcp(
     State(state): State<Arc<HttpState>>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -313,15 +333,15 @@ async fn post_mcp(
                 return json_error(StatusCode::BAD_REQUEST, &id, &error);
             }
             let session = match (era, method.as_str()) {
-                (Era::Stateless, _) => Session::new(),
+                (Era::Stateless, _) => Session::new(caller),
                 (Era::Session, "initialize") => {
-                    let session = Session::new();
+                    let session = Session::new(caller);
                     let mut sessions = state.sessions.lock().expect("sessions lock");
                     sessions.retain(|_, old| old.idle_ms() < SESSION_IDLE_MS);
                     sessions.insert(session.id.clone(), session.clone());
                     session
                 }
-                (Era::Session, _) => match session_of(&state, &headers) {
+                (Era::Session, _) => match session_of(&state, &caller, &headers) {
                     Ok(session) => session,
                     Err(refusal) => return refusal,
                 },
@@ -362,13 +382,13 @@ async fn post_mcp(
             response
         }
         Incoming::Notification { method, params } => {
-            if let Ok(session) = session_of(&state, &headers) {
+            if let Ok(session) = session_of(&state, &caller, &headers) {
                 state.server.notification(&session, &method, &params);
             }
             StatusCode::ACCEPTED.into_response()
         }
         Incoming::Response { id, outcome } => {
-            if let Ok(session) = session_of(&state, &headers) {
+            if let Ok(session) = session_of(&state, &caller, &headers) {
                 session.resolve(&id, outcome);
             }
             StatusCode::ACCEPTED.into_response()
@@ -435,7 +455,11 @@ fn sse_response(outgoing: Delivery) -> Response {
 /// GET `/mcp`: with `Last-Event-ID` from a call stream, resumes it from the
 /// run log, asking again the questions the run waits on; weir sends
 /// nothing unsolicited, so there is no standalone stream.
-async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+async fn get_mcp(
+    State(state): State<Arc<HttpState>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+) -> Response {
     let Some(last) = headers.get(LAST_EVENT_ID) else {
         return (
             StatusCode::METHOD_NOT_ALLOWED,
@@ -452,7 +476,7 @@ async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Res
             ),
         );
     };
-    let session = match session_of(&state, &headers) {
+    let session = match session_of(&state, &caller, &headers) {
         Ok(session) => session,
         Err(refusal) => return refusal,
     };
@@ -484,11 +508,21 @@ fn parse_event_id(id: &[u8]) -> Option<(RunId, Seq)> {
     Some((RunId::parse(run).ok()?, parse_seq(seq.as_bytes())?))
 }
 
-async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+async fn delete_mcp(
+    State(state): State<Arc<HttpState>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+) -> Response {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return plain_error(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header");
     };
-    let removed = state.sessions.lock().expect("sessions lock").remove(id);
+    let removed = {
+        let mut sessions = state.sessions.lock().expect("sessions lock");
+        match sessions.get(id) {
+            Some(session) if session.caller == caller => sessions.remove(id),
+            _ => None,
+        }
+    };
     match removed {
         Some(session) => {
             session.end();
@@ -509,6 +543,7 @@ struct FromQuery {
 /// over, it sends one `end` event, `{run_id, state, next_seq}`, instead.
 async fn run_events(
     State(state): State<Arc<HttpState>>,
+    Extension(caller): Extension<Caller>,
     Path(run_id): Path<String>,
     Query(query): Query<FromQuery>,
     headers: HeaderMap,
@@ -517,9 +552,10 @@ async fn run_events(
         return plain_error(StatusCode::BAD_REQUEST, "invalid run id");
     };
     let log = state.server.scheduler().log().clone();
+    // Another caller's run is answered as no run at all.
     match log.get_run(&run_id).await {
-        Ok(Some(_)) => {}
-        Ok(None) => {
+        Ok(Some(run)) if caller.sees(&run) => {}
+        Ok(_) => {
             return plain_error(
                 StatusCode::NOT_FOUND,
                 "no such run; list runs with the runs_list tool",

@@ -1,0 +1,150 @@
+//! The command line and environment of a CLI, and the router between
+//! Claude Code's two modes.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use crate::{AgentError, AgentOptions, CliKind, PrivateHome, Transport};
+
+/// How a session talks to its CLI, as the router chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The prompt on the command line, stdin `/dev/null`, one turn.
+    Light,
+    /// Claude Code's stream-json input: the control protocol on stdin.
+    Control,
+}
+
+/// Turned off for every CLI: update checks and self-updates, which reach
+/// out to the network and could replace the program mid-run.
+const QUIET: &[(&str, &str)] = &[("NO_UPDATE_NOTIFIER", "1"), ("DISABLE_AUTOUPDATER", "1")];
+
+/// Also turned off in a private home: telemetry, error reports and Claude
+/// Code's non-essential traffic, so that a CLI pointed at a local endpoint
+/// talks to nothing else.
+const PRIVATE: &[(&str, &str)] = &[
+    ("DISABLE_TELEMETRY", "1"),
+    ("DISABLE_ERROR_REPORTING", "1"),
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("CI", "1"),
+    ("DO_NOT_TRACK", "1"),
+];
+
+/// `program` as every CLI is run: in `cwd`, leading a process group of its
+/// own (see [`ProcessGroup`](crate::ProcessGroup)), stdin `/dev/null` (an
+/// open pipe makes Claude Code wait 3 s and codex wait for its end),
+/// stdout and stderr piped, update checks off. With a `private` home the
+/// environment is cleared but `PATH`, `HOME` and `TMPDIR` (and Claude
+/// Code's `CLAUDE_CODE_TMPDIR`, since it ignores `TMPDIR`) point into it,
+/// and telemetry and non-essential traffic are off too.
+pub fn base_command(
+    program: &Path,
+    private: Option<&PrivateHome>,
+    cwd: &Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    if let Some(private) = private {
+        command
+            .env_clear()
+            // The Gemini CLI is a Node script (`#!/usr/bin/env node`), and
+            // the agents' shell tools need the usual commands.
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &private.home)
+            .env("TMPDIR", &private.tmp)
+            .env("CLAUDE_CODE_TMPDIR", &private.tmp)
+            .envs(PRIVATE.iter().copied());
+    }
+    command
+        .envs(QUIET.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    command
+}
+
+/// The router: control mode when the options need Claude Code's control
+/// protocol (a permission policy, several turns) or ask for it, else
+/// light. Other CLIs have light mode only.
+pub(crate) fn route(options: &AgentOptions) -> Result<Mode, AgentError> {
+    let needs_control = options.permission.is_some() || options.multi_turn;
+    let mode = match options.transport {
+        Transport::Control => Mode::Control,
+        Transport::Light if needs_control => {
+            return Err(AgentError::Unsupported {
+                cli: options.cli.name().to_owned(),
+                what: "answer permission requests or take several turns in light mode",
+                hint: "use Transport::Auto or Transport::Control",
+            });
+        }
+        Transport::Light => Mode::Light,
+        Transport::Auto if needs_control => Mode::Control,
+        Transport::Auto => Mode::Light,
+    };
+    if mode == Mode::Control && !matches!(options.cli, CliKind::Claude) {
+        return Err(AgentError::Unsupported {
+            cli: options.cli.name().to_owned(),
+            what: "run in control mode (permission policies, several turns, interrupts by protocol)",
+            hint: "only Claude Code has a control protocol; run it in light mode",
+        });
+    }
+    if options.resume.is_some() && matches!(options.cli, CliKind::Gemini | CliKind::Custom { .. }) {
+        return Err(AgentError::Unsupported {
+            cli: options.cli.name().to_owned(),
+            what: "resume a session",
+            hint: "resuming is supported for claude and codex",
+        });
+    }
+    Ok(mode)
+}
+
+/// The CLI's arguments for `mode`.
+pub(crate) fn args(options: &AgentOptions, mode: Mode) -> Vec<String> {
+    let mut args: Vec<String> = Vec::new();
+    let mut push = |items: &[&str]| args.extend(items.iter().map(|item| (*item).to_owned()));
+    match &options.cli {
+        CliKind::Claude => {
+            match mode {
+                Mode::Light => push(&["-p", &options.prompt]),
+                Mode::Control => push(&["-p", "--input-format", "stream-json"]),
+            }
+            push(&["--output-format", "stream-json", "--verbose"]);
+            if options.include_partial {
+                push(&["--include-partial-messages"]);
+            }
+            if options.permission.is_some() {
+                push(&["--permission-prompt-tool", "stdio"]);
+            }
+            if let Some(model) = &options.model {
+                push(&["--model", model]);
+            }
+            if let Some(session) = &options.resume {
+                push(&["--resume", session]);
+            }
+            args.extend(options.args.iter().cloned());
+        }
+        CliKind::Codex => {
+            // Outside a git repository codex refuses to run without it.
+            push(&["exec", "--json", "--skip-git-repo-check"]);
+            if let Some(model) = &options.model {
+                push(&["-m", model]);
+            }
+            args.extend(options.args.iter().cloned());
+            if let Some(thread) = &options.resume {
+                args.extend(["resume".to_owned(), thread.clone()]);
+            }
+            args.push(options.prompt.clone());
+        }
+        CliKind::Gemini => {
+            push(&["-p", &options.prompt, "--output-format", "stream-json"]);
+            if let Some(model) = &options.model {
+                push(&["-m", model]);
+            }
+            args.extend(options.args.iter().cloned());
+        }
+        CliKind::Custom { .. } => args.extend(options.args.iter().cloned()),
+    }
+    args
+}

@@ -1,0 +1,129 @@
+//! The one event type every CLI's stream is normalized into.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// What an agent did, normalized across CLIs. Every session ends with
+/// exactly one [`AgentEvent::Exited`], its last event.
+///
+/// Text comes twice, for two kinds of reader: [`TextDelta`](Self::TextDelta)s
+/// as the CLI streams them (joined, they are everything the agent said), and
+/// a [`Message`](Self::Message) per complete assistant message. A reader
+/// takes one or the other. A CLI that prints only whole messages (codex, or
+/// Claude Code without partial messages) gives each message as one delta.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// A session (or, in Claude Code's control mode, a turn) began.
+    SessionStarted {
+        /// The CLI's session or thread id, for resuming it.
+        session_id: Option<String>,
+        /// The model it uses, if it says.
+        model: Option<String>,
+    },
+    /// Text as it is typed.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// Reasoning as it is typed (only CLIs that show it).
+    ThinkingDelta {
+        /// The new reasoning text.
+        text: String,
+    },
+    /// A piece of a tool call's arguments (JSON text) as it is typed.
+    ToolInputDelta {
+        /// The content block's index in its message.
+        index: u64,
+        /// The next piece of the arguments' JSON text.
+        partial_json: String,
+    },
+    /// The agent calls a tool.
+    ToolUse {
+        /// The call's id, as its result names it.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments.
+        input: Value,
+    },
+    /// A tool's result.
+    ToolResult {
+        /// The call it answers.
+        id: String,
+        /// Its output as text.
+        content: String,
+        /// Whether the tool failed (or was denied).
+        is_error: bool,
+    },
+    /// A complete assistant message.
+    Message {
+        /// Its text.
+        text: String,
+    },
+    /// The CLI asked whether a tool may run, and the session's
+    /// [`PermissionPolicy`](crate::PermissionPolicy) answered; or (without a
+    /// policy) the CLI reports a tool it denied.
+    PermissionRequest {
+        /// The tool.
+        tool_name: String,
+        /// Its arguments.
+        input: Value,
+        /// The tool call's id, when the CLI gives it.
+        tool_use_id: Option<String>,
+        /// What was decided.
+        allowed: bool,
+    },
+    /// The end of a turn, with the CLI's own accounting.
+    Result(AgentResult),
+    /// An error the CLI reported (or the driver met) that is not a result.
+    Error {
+        /// What happened.
+        message: String,
+    },
+    /// A line the parser does not know, kept as it was (JSON when it is
+    /// JSON, else a string).
+    Unknown {
+        /// The line.
+        line: Value,
+    },
+    /// The process ended: always the last event.
+    Exited {
+        /// Its exit code, if it exited.
+        code: Option<i32>,
+        /// The signal that killed it, if one did.
+        signal: Option<i32>,
+        /// The end of what it wrote to stderr (at most 4 KiB), for errors.
+        stderr_tail: String,
+    },
+}
+
+/// The end of a turn.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AgentResult {
+    /// The final answer's text, when the CLI gives one.
+    pub text: Option<String>,
+    /// Whether the turn failed (an API error, an interrupt, a limit).
+    pub is_error: bool,
+    /// The CLI's own word for how it ended (`success`,
+    /// `error_during_execution`, `turn.failed`, …).
+    pub subtype: Option<String>,
+    /// Tokens, when the CLI counts them.
+    pub usage: Option<Usage>,
+    /// Cost in US dollars, when the CLI computes it (Claude Code, at list
+    /// prices).
+    pub cost_usd: Option<f64>,
+    /// How long the turn took, by the CLI's clock.
+    pub duration_ms: Option<u64>,
+    /// The session's id, for resuming it.
+    pub session_id: Option<String>,
+}
+
+/// Token counts of a turn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+}

@@ -1,0 +1,170 @@
+//! Starting a session without the agent CLIs: a missing program, options a
+//! CLI cannot honour, and custom commands with a line parser (here `sh`),
+//! their time limit and their process group.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use weir_agents::{
+    AgentError, AgentEvent, AgentOptions, CliKind, Decision, HomeMode, ToolPermission, Transport,
+};
+
+/// `sh -c SCRIPT`, each stdout line a text delta.
+fn shell(script: &str) -> AgentOptions {
+    let cli = CliKind::Custom {
+        name: "sh".into(),
+        parser: Arc::new(|line: &str| {
+            vec![AgentEvent::TextDelta {
+                text: line.to_owned(),
+            }]
+        }),
+    };
+    let mut options = AgentOptions::new(cli, "");
+    options.args = vec!["-c".into(), script.into()];
+    options
+}
+
+async fn all(options: AgentOptions) -> Vec<AgentEvent> {
+    let mut session = weir_agents::start(options).await.expect("start");
+    let mut events = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(event) = session.next().await {
+            events.push(event);
+        }
+    })
+    .await
+    .expect("the session ends");
+    events
+}
+
+#[tokio::test]
+async fn a_cli_missing_from_path_names_itself_and_how_to_install_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let mut options = AgentOptions::new(CliKind::Claude, "hi");
+    options.env = vec![("PATH".into(), empty.path().to_string_lossy().into_owned())];
+    let error = weir_agents::start(options).await.unwrap_err();
+    assert!(matches!(&error, AgentError::NotFound { cli, .. } if cli == "claude"));
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "claude was not found (looked in: {}); install Claude Code from the npm registry \
+             (`npm install -g @anthropic-ai/claude-code`) so that `claude` is on PATH, or give \
+             the program's path",
+            empty.path().display()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_permission_policy_needs_claude() {
+    let mut options = AgentOptions::new(CliKind::Codex, "hi");
+    options.program = Some("/bin/true".into());
+    options.permission = Some(Arc::new(|_: &ToolPermission| Decision::Allow {
+        updated_input: None,
+    }));
+    let error = weir_agents::start(options).await.unwrap_err();
+    assert!(
+        matches!(error, AgentError::Unsupported { ref cli, .. } if cli == "codex"),
+        "{error}"
+    );
+
+    let mut options = AgentOptions::new(CliKind::Claude, "hi");
+    options.program = Some("/bin/true".into());
+    options.multi_turn = true;
+    options.transport = Transport::Light;
+    assert!(matches!(
+        weir_agents::start(options).await.unwrap_err(),
+        AgentError::Unsupported { .. }
+    ));
+}
+
+#[tokio::test]
+async fn a_custom_command_streams_its_lines_and_exits() {
+    let mut options = shell("echo one; echo two >&2; printf 'two\\nthree'; exit 7");
+    options.home = HomeMode::Temp;
+    let events = all(options).await;
+    assert_eq!(
+        events,
+        [
+            AgentEvent::TextDelta { text: "one".into() },
+            AgentEvent::TextDelta { text: "two".into() },
+            AgentEvent::TextDelta {
+                text: "three".into()
+            },
+            AgentEvent::Exited {
+                code: Some(7),
+                signal: None,
+                stderr_tail: "two\n".into()
+            },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_private_home_gets_only_path_and_its_own_directories() {
+    let mut options = shell("echo \"$HOME|$TMPDIR|${CARGO_MANIFEST_DIR:-unset}|$ONLY_THIS\"");
+    options.home = HomeMode::Temp;
+    // Whatever the test's own environment holds (a key, say) stays out.
+    options.env = vec![("ONLY_THIS".into(), "1".into())];
+    let events = all(options).await;
+    let AgentEvent::TextDelta { text } = &events[0] else {
+        panic!("{events:?}");
+    };
+    let [home, tmp, inherited, given] = text.split('|').collect::<Vec<_>>()[..] else {
+        panic!("{text}");
+    };
+    assert!(home.ends_with("/home") && tmp.ends_with("/tmp"), "{text}");
+    assert_eq!((inherited, given), ("unset", "1"));
+    // The temporary home is removed with the session.
+    assert!(!std::path::Path::new(home).exists());
+}
+
+#[tokio::test]
+async fn a_time_limit_ends_the_whole_group() {
+    let mut options = shell("sleep 30 & echo started; wait");
+    options.timeout = Some(Duration::from_millis(300));
+    let mut session = weir_agents::start(options).await.unwrap();
+    let group = session.process_group();
+    let mut events = Vec::new();
+    while let Some(event) = session.next().await {
+        events.push(event);
+    }
+    assert!(
+        matches!(&events[1], AgentEvent::Error { message } if message.contains("time limit")),
+        "{events:?}"
+    );
+    assert!(
+        matches!(
+            events.last(),
+            Some(AgentEvent::Exited {
+                signal: Some(15),
+                ..
+            })
+        ),
+        "{events:?}"
+    );
+    assert!(!weir_proc::group_alive(group));
+}
+
+#[tokio::test]
+async fn dropping_a_session_kills_its_group() {
+    let mut session = weir_agents::start(shell("sleep 30 & echo started; wait"))
+        .await
+        .unwrap();
+    let group = session.process_group();
+    assert_eq!(
+        session.next().await,
+        Some(AgentEvent::TextDelta {
+            text: "started".into()
+        })
+    );
+    drop(session);
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while weir_proc::group_alive(group) {
+        assert!(
+            std::time::Instant::now() < until,
+            "the group outlived its session"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,517 @@
+//! Building and refreshing a repository's index: walk the tree as git sees
+//! it, parse what changed on every core, write one file at a time.
+//!
+//! **Incremental.** A file whose modification time and size match the index
+//! is skipped unread; one whose time changed but whose content hash did not
+//! only gets its time stamp updated; files gone from the tree are dropped.
+//! **Cancellable.** The flag is checked between files and handed to
+//! tree-sitter, which stops mid-parse; what was written stays (each file is
+//! whole), so the next run carries on from there.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tree_sitter_tags::TagsContext;
+
+use crate::extract::{ExtractError, Extracted, extract};
+use crate::language::Language;
+use crate::store::{FileRow, KnownFile, Store, StoreError};
+
+/// Files larger than this are skipped: generated or vendored blobs, whose
+/// symbols nobody navigates and whose parse would dominate the run.
+const MAX_FILE_BYTES: u64 = 2 << 20;
+
+/// How often the writer commits, so readers see the index grow.
+const COMMIT_EVERY: Duration = Duration::from_millis(500);
+
+/// How an index run goes.
+#[derive(Clone, Debug, Default)]
+pub struct IndexOptions {
+    /// Parser threads; 0 means one per core.
+    pub threads: usize,
+    /// Re-parse every file, changed or not.
+    pub force: bool,
+}
+
+/// Where an index run stands, as it goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexProgress {
+    /// Files handled so far (parsed, or found unchanged).
+    pub done: u64,
+    /// Source files in the tree; 0 while the tree is being walked.
+    pub total: u64,
+    /// The file handled last, relative to the root.
+    pub current: String,
+}
+
+/// What an index run did.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct IndexReport {
+    /// Source files in the index now.
+    pub files: u64,
+    /// Files parsed this run.
+    pub parsed: u64,
+    /// Files skipped because they had not changed.
+    pub unchanged: u64,
+    /// Files dropped from the index because they are gone.
+    pub removed: u64,
+    /// Files that could not be read or parsed, with why (the first few).
+    pub failed: Vec<String>,
+    /// Files skipped as too large.
+    pub skipped_large: u64,
+    /// Definitions and references in the index now.
+    pub definitions: u64,
+    /// References (call sites, type uses, implementations) in the index now.
+    pub references: u64,
+    /// Files per language in the index now.
+    pub languages: BTreeMap<String, u64>,
+    /// Wall time of the run.
+    pub elapsed_ms: u64,
+    /// The index's content, as one id: changes when any file's does.
+    pub state_id: String,
+    /// The repository's git commit, when it is a git work tree.
+    pub git_head: Option<String>,
+    /// Whether tracked files differ from that commit.
+    pub dirty: bool,
+}
+
+/// Why an index run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// The path is not a directory that can be read.
+    #[error("cannot index {path}: {why}")]
+    BadRoot {
+        /// The path given.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
+    /// The index file failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The cancellation flag was raised; the files done so far are kept.
+    #[error("indexing cancelled after {done} of {total} files (those are kept)")]
+    Cancelled {
+        /// Files done.
+        done: u64,
+        /// Files in all.
+        total: u64,
+    },
+}
+
+/// A source file found by the walk.
+struct Found {
+    relative: String,
+    absolute: PathBuf,
+    language: Language,
+    mtime_ns: i64,
+    size: i64,
+}
+
+/// What a parser thread hands the writer.
+enum Parsed {
+    /// New content, and what is in it.
+    Fresh {
+        file: Found,
+        hash: String,
+        extracted: Extracted,
+    },
+    /// Same content as indexed, new time stamp.
+    Touched { file: Found, id: i64 },
+    /// Unreadable or unparsable.
+    Failed { file: Found, why: String },
+}
+
+/// Indexes the repository at `root` into the index file `db`, reporting
+/// progress to `progress` after every file; `cancel` non-zero stops it.
+pub fn index_repository(
+    root: &Path,
+    db: &Path,
+    options: &IndexOptions,
+    cancel: &AtomicUsize,
+    progress: &mut dyn FnMut(&IndexProgress),
+) -> Result<IndexReport, IndexError> {
+    let started = Instant::now();
+    let bad_root = |why: String| IndexError::BadRoot {
+        path: root.to_owned(),
+        why,
+    };
+    if !root.is_dir() {
+        return Err(bad_root("not a directory".into()));
+    }
+    let mut report = IndexReport::default();
+    let store = Store::open(db)?;
+    let mut known = store.known_files()?;
+    progress(&IndexProgress {
+        done: 0,
+        total: 0,
+        current: String::new(),
+    });
+    let found = walk(root, &mut report, cancel).map_err(bad_root)?;
+    let total = found.len() as u64;
+    let mut work = Vec::new();
+    let mut unchanged = 0;
+    let walked: std::collections::HashSet<&str> =
+        found.iter().map(|f| f.relative.as_str()).collect();
+    let gone: Vec<i64> = known
+        .iter()
+        .filter(|(path, _)| !walked.contains(path.as_str()))
+        .map(|(_, file)| file.id)
+        .collect();
+    for file in found {
+        match known.get(&file.relative) {
+            Some(k) if !options.force && k.mtime_ns == file.mtime_ns && k.size == file.size => {
+                unchanged += 1
+            }
+            _ => work.push(file),
+        }
+    }
+    report.unchanged = unchanged;
+    store
+        .conn
+        .execute_batch("BEGIN")
+        .map_err(|e| store.error(e))?;
+    for id in &gone {
+        store.remove_file(*id)?;
+    }
+    report.removed = gone.len() as u64;
+    let mut done = unchanged;
+    progress(&IndexProgress {
+        done,
+        total,
+        current: String::new(),
+    });
+    let threads = match options.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .min(work.len().max(1));
+    let next = AtomicUsize::new(0);
+    let (sender, received) = mpsc::sync_channel::<Parsed>(64);
+    let jobs: Vec<std::sync::Mutex<Option<Found>>> = work
+        .into_iter()
+        .map(|f| std::sync::Mutex::new(Some(f)))
+        .collect();
+    let written = std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let sender = sender.clone();
+            let (jobs, next, known, force) = (&jobs, &next, &known, options.force);
+            scope.spawn(move || {
+                let mut context = TagsContext::new();
+                loop {
+                    let at = next.fetch_add(1, Ordering::Relaxed);
+                    if at >= jobs.len() || cancel.load(Ordering::Relaxed) != 0 {
+                        break;
+                    }
+                    let file = jobs[at]
+                        .lock()
+                        .expect("job lock")
+                        .take()
+                        .expect("taken once");
+                    let parsed = parse(&mut context, file, known, force, cancel);
+                    if sender.send(parsed).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        write_all(
+            &store,
+            received,
+            &mut report,
+            &mut done,
+            total,
+            cancel,
+            progress,
+        )
+    });
+    let committed = store
+        .conn
+        .execute_batch("COMMIT")
+        .map_err(|e| store.error(e));
+    written?;
+    committed?;
+    if cancel.load(Ordering::Relaxed) != 0 {
+        return Err(IndexError::Cancelled { done, total });
+    }
+    known.clear();
+    summarize(&store, root, &mut report)?;
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+/// Writes what the parsers send until they are done, committing now and
+/// then; stops early (after committing) when cancelled.
+fn write_all(
+    store: &Store,
+    received: mpsc::Receiver<Parsed>,
+    report: &mut IndexReport,
+    done: &mut u64,
+    total: u64,
+    cancel: &AtomicUsize,
+    progress: &mut dyn FnMut(&IndexProgress),
+) -> Result<(), StoreError> {
+    let mut last_commit = Instant::now();
+    for parsed in received {
+        let current = match parsed {
+            Parsed::Fresh {
+                file,
+                hash,
+                extracted,
+            } => {
+                if let Ok(id) = store.conn.query_row(
+                    "SELECT id FROM files WHERE path = ?1",
+                    [&file.relative],
+                    |row| row.get::<_, i64>(0),
+                ) {
+                    store.remove_file(id)?;
+                }
+                store.put_file(
+                    &FileRow {
+                        path: &file.relative,
+                        language: file.language.name(),
+                        mtime_ns: file.mtime_ns,
+                        size: file.size,
+                        hash: &hash,
+                        is_test: is_test_path(&file.relative),
+                    },
+                    &extracted,
+                )?;
+                report.parsed += 1;
+                file.relative
+            }
+            Parsed::Touched { file, id } => {
+                store.touch_file(id, file.mtime_ns, file.size)?;
+                report.unchanged += 1;
+                file.relative
+            }
+            Parsed::Failed { file, why } => {
+                if report.failed.len() < 20 {
+                    report.failed.push(format!("{}: {why}", file.relative));
+                }
+                file.relative
+            }
+        };
+        *done += 1;
+        progress(&IndexProgress {
+            done: *done,
+            total,
+            current,
+        });
+        if cancel.load(Ordering::Relaxed) != 0 {
+            break; // the parsers stop at their next file
+        }
+        if last_commit.elapsed() >= COMMIT_EVERY {
+            store
+                .conn
+                .execute_batch("COMMIT; BEGIN")
+                .map_err(|e| store.error(e))?;
+            last_commit = Instant::now();
+        }
+    }
+    Ok(())
+}
+
+/// One file, on a parser thread.
+fn parse(
+    context: &mut TagsContext,
+    file: Found,
+    known: &HashMap<String, KnownFile>,
+    force: bool,
+    cancel: &AtomicUsize,
+) -> Parsed {
+    let source = match std::fs::read(&file.absolute) {
+        Ok(source) => source,
+        Err(error) => {
+            return Parsed::Failed {
+                file,
+                why: error.to_string(),
+            };
+        }
+    };
+    let hash = content_hash(&source);
+    if let Some(k) = known.get(&file.relative)
+        && k.hash == hash
+        && !force
+    {
+        let id = k.id;
+        return Parsed::Touched { file, id };
+    }
+    match extract(context, file.language, &source, Some(cancel)) {
+        Ok(extracted) => Parsed::Fresh {
+            file,
+            hash,
+            extracted,
+        },
+        Err(ExtractError::Cancelled) => Parsed::Failed {
+            file,
+            why: "cancelled".into(),
+        },
+        Err(ExtractError::Tags(why)) => Parsed::Failed { file, why },
+    }
+}
+
+fn content_hash(source: &[u8]) -> String {
+    let digest = Sha256::digest(source);
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The source files under `root`, as git would see them (.gitignore,
+/// .ignore, hidden files left out), sorted by path.
+fn walk(root: &Path, report: &mut IndexReport, cancel: &AtomicUsize) -> Result<Vec<Found>, String> {
+    let mut found = Vec::new();
+    let walker = ignore::WalkBuilder::new(root)
+        // .gitignore counts even outside a git work tree (an unpacked
+        // archive, a copied tree).
+        .require_git(false)
+        .build();
+    for entry in walker {
+        if cancel.load(Ordering::Relaxed) != 0 {
+            break;
+        }
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Some(language) = Language::of(entry.path()) else {
+            continue;
+        };
+        let Ok(metadata) = entry.metadata() else {
+            continue;
+        };
+        if metadata.len() > MAX_FILE_BYTES {
+            report.skipped_large += 1;
+            continue;
+        }
+        let Ok(relative) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        let Some(relative) = relative.to_str() else {
+            continue; // a name that is not UTF-8 cannot be answered about
+        };
+        let mtime_ns = metadata
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i64);
+        found.push(Found {
+            relative: relative.replace(std::path::MAIN_SEPARATOR, "/"),
+            absolute: entry.path().to_owned(),
+            language,
+            mtime_ns,
+            size: metadata.len() as i64,
+        });
+    }
+    if found.is_empty() && cancel.load(Ordering::Relaxed) == 0 {
+        std::fs::read_dir(root).map_err(|e| e.to_string())?;
+    }
+    found.sort_by(|a, b| a.relative.cmp(&b.relative));
+    Ok(found)
+}
+
+/// Whether a path looks like a test by the conventions of its language.
+pub(crate) fn is_test_path(path: &str) -> bool {
+    let mut parts = path.split('/');
+    let name = parts.next_back().unwrap_or_default();
+    if parts.any(|dir| {
+        matches!(
+            dir,
+            "test" | "tests" | "__tests__" | "spec" | "specs" | "testdata"
+        )
+    }) {
+        return true;
+    }
+    let stem = name.split('.').next().unwrap_or_default();
+    name.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || name == "conftest.py"
+        || (name.ends_with(".java") && (stem.ends_with("Test") || stem.ends_with("Tests")))
+}
+
+/// Counts, the state id and git's view, into the report and the index.
+fn summarize(store: &Store, root: &Path, report: &mut IndexReport) -> Result<(), StoreError> {
+    let conn = &store.conn;
+    let fail = |e| store.error(e);
+    let count = |sql: &str| {
+        conn.query_row(sql, [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+    };
+    report.files = count("SELECT COUNT(*) FROM files").map_err(fail)?;
+    report.definitions = count("SELECT COUNT(*) FROM symbols WHERE is_def = 1").map_err(fail)?;
+    report.references = count("SELECT COUNT(*) FROM symbols WHERE is_def = 0").map_err(fail)?;
+    let mut statement = conn
+        .prepare("SELECT language, COUNT(*) FROM files GROUP BY language")
+        .map_err(fail)?;
+    report.languages = statement
+        .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))
+        .map_err(fail)?
+        .collect::<Result<_, _>>()
+        .map_err(fail)?;
+    let mut hasher = Sha256::new();
+    let mut statement = conn
+        .prepare("SELECT path, hash FROM files ORDER BY path")
+        .map_err(fail)?;
+    let mut rows = statement.query([]).map_err(fail)?;
+    while let Some(row) = rows.next().map_err(fail)? {
+        hasher.update(row.get_ref(0).map_err(fail)?.as_bytes().unwrap_or_default());
+        hasher.update([0]);
+        hasher.update(row.get_ref(1).map_err(fail)?.as_bytes().unwrap_or_default());
+        hasher.update([0]);
+    }
+    report.state_id = hasher.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    report.git_head = git(&["rev-parse", "HEAD"]);
+    report.dirty = report.git_head.is_some()
+        && git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    store.set_meta("root", &root.display().to_string())?;
+    store.set_meta("state_id", &report.state_id)?;
+    store.set_meta("indexed_at_ms", &weir_runtime::now_ms().to_string())?;
+    store.set_meta("git_head", report.git_head.as_deref().unwrap_or(""))?;
+    store.set_meta("dirty", if report.dirty { "1" } else { "0" })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tests_are_told_by_path() {
+        for path in [
+            "tests/it.rs",
+            "src/__tests__/a.js",
+            "pkg/x_test.go",
+            "lib/test_shapes.py",
+            "web/a.test.ts",
+            "spec/a_spec.rb",
+            "src/FooTest.java",
+        ] {
+            assert!(is_test_path(path), "{path}");
+        }
+        for path in ["src/lib.rs", "latest.py", "contest.go", "src/Testing.java"] {
+            assert!(!is_test_path(path), "{path}");
+        }
+    }
+}

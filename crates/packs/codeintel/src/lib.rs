@@ -1,0 +1,151 @@
+//! weir's code intelligence pack: `index_repo`, `search_symbols`,
+//! `find_references`, `get_architecture`.
+//!
+//! **For:** indexing a repository on the server's machine and answering
+//! questions about its code whose answers are often far larger than a
+//! model's context (every use of `spawn` in tokio is about 50k tokens of
+//! grep output): lazily, as streamed runs, in pages.
+//! **Not for:** protocols, or exact semantics. The pack reports through its
+//! `RunContext`; it never knows whether its caller speaks MCP. Its answers
+//! are *syntactic* (what tree-sitter's tags queries and the text show, not
+//! what a compiler resolved), and every answer says so in its provenance.
+//! It depends on `weir-core` and `weir-runtime`, never on an MCP crate, a
+//! store or another pack; tree-sitter, its grammars, `ignore` and rusqlite
+//! stay in this crate.
+//!
+//! **The index** ([`index_repository`], the `index_repo` tool, `weir index`):
+//! the tree walked as git sees it (`.gitignore` and `.ignore` honoured,
+//! hidden files skipped), files of Rust, Python, JavaScript, TypeScript/TSX,
+//! Go, Java, C, C++ and Ruby parsed on every core with each grammar's tags
+//! query (definitions with their docs and extent, references: call sites,
+//! type uses, implementations), and each file's identifiers kept for the
+//! text search. One SQLite file (WAL, FTS5) per repository in the pack's
+//! directory ([`index_file`]). Incremental by modification time, then
+//! content hash; progress as files done of total with an ETA; cancellable
+//! between files and inside tree-sitter's parse.
+//!
+//! **The answers.** Each query runs on a blocking thread and streams: `meta`
+//! (the total when known, the backends, completeness `syntactic`), then
+//! `partial` chunks of at most 50 items and 16 KB, grouped by file (or by
+//! module, by match tier), then the final result: a summary (counts by
+//! file and kind, the top items, CKB's `truncated`/`truncationInfo`, a
+//! `provenance` envelope with the index's state id and git's dirty flag)
+//! in both `content` and `structuredContent`. A call streams one page
+//! ([`CodeIntelConfig::page_items`], [`CodeIntelConfig::page_bytes`]) and
+//! its summary's `nextCursor` asks for the next, so no message comes near
+//! the server's result limit. The first chunk goes out as soon as the
+//! query has it; cancelling the run stops the query at its next item.
+//!
+//! ```
+//! use std::sync::atomic::AtomicUsize;
+//! use weir_pack_codeintel::{IndexOptions, index_repository};
+//!
+//! let repo = tempfile::tempdir().unwrap();
+//! std::fs::write(repo.path().join("lib.rs"), "/// Adds one.\npub fn inc(x: u32) -> u32 { add(x, 1) }\n").unwrap();
+//! let db = repo.path().join("index.sqlite");
+//! let report = index_repository(repo.path(), &db, &IndexOptions::default(), &AtomicUsize::new(0), &mut |_| {}).unwrap();
+//! assert_eq!((report.files, report.definitions, report.references), (1, 1, 1));
+//! ```
+#![warn(missing_docs)]
+
+mod answer;
+mod extract;
+mod indexer;
+mod language;
+mod query;
+mod repo;
+mod schemas;
+mod store;
+mod tools;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use weir_runtime::{Pack, Tool};
+
+pub use indexer::{IndexError, IndexOptions, IndexProgress, IndexReport, index_repository};
+pub use repo::index_file;
+pub use store::StoreError;
+
+/// How the pack works. Plain data.
+#[derive(Clone, Debug)]
+pub struct CodeIntelConfig {
+    /// Where the indexes live: one SQLite file per repository.
+    pub index_dir: PathBuf,
+    /// Directories whose repositories may be indexed; empty allows any
+    /// directory the server can read.
+    pub roots: Vec<PathBuf>,
+    /// Most items one call streams; the rest is paged with the cursor.
+    pub page_items: u64,
+    /// Most bytes of items one call streams: keep it well under the
+    /// server's result limit, which counts streamed items too.
+    pub page_bytes: usize,
+    /// Parser threads; 0 means one per core.
+    pub threads: usize,
+}
+
+impl CodeIntelConfig {
+    /// The defaults, with indexes under `index_dir`.
+    pub fn new(index_dir: impl Into<PathBuf>) -> CodeIntelConfig {
+        CodeIntelConfig {
+            index_dir: index_dir.into(),
+            roots: Vec::new(),
+            page_items: 2_000,
+            page_bytes: 256 * 1024,
+            threads: 0,
+        }
+    }
+}
+
+/// The pack. Cheap to clone.
+#[derive(Clone)]
+pub struct CodeIntelPack {
+    shared: Arc<Shared>,
+}
+
+/// What the tools share.
+struct Shared {
+    config: CodeIntelConfig,
+    /// One index run per repository at a time.
+    locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Shared {
+    fn lock_for(&self, root: &Path) -> Arc<tokio::sync::Mutex<()>> {
+        self.locks
+            .lock()
+            .expect("locks")
+            .entry(root.to_owned())
+            .or_default()
+            .clone()
+    }
+}
+
+impl CodeIntelPack {
+    /// The pack with `config`.
+    pub fn new(config: CodeIntelConfig) -> CodeIntelPack {
+        CodeIntelPack {
+            shared: Arc::new(Shared {
+                config,
+                locks: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+}
+
+impl Pack for CodeIntelPack {
+    fn name(&self) -> &'static str {
+        "codeintel"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let shared = &self.shared;
+        vec![
+            Arc::new(tools::IndexRepo(shared.clone())),
+            Arc::new(tools::SearchSymbols(shared.clone())),
+            Arc::new(tools::FindReferences(shared.clone())),
+            Arc::new(tools::GetArchitecture(shared.clone())),
+        ]
+    }
+}

@@ -1,0 +1,401 @@
+//! The tools: arguments in, a streamed answer and a summary out.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use weir_core::{Completed, Content, FailureCode, Meta, Milestone, RunError};
+use weir_runtime::{RunContext, Tool, ToolInfo};
+
+use crate::Shared;
+use crate::answer::{self, CancelOnDrop, Page, parse_cursor};
+use crate::indexer::{IndexError, IndexOptions, IndexProgress, IndexReport, index_repository};
+use crate::query::IndexState;
+use crate::query::architecture::{Granularity, get_architecture};
+use crate::query::references::{ReferencesQuery, find_references};
+use crate::query::symbols::{SymbolsQuery, search_symbols};
+use crate::repo;
+use crate::schemas;
+use crate::store::Store;
+
+fn invalid(message: impl Into<String>) -> RunError {
+    RunError::new(FailureCode::InvalidArguments, message)
+}
+
+fn string<'a>(args: &'a Value, name: &str) -> Result<&'a str, RunError> {
+    args[name]
+        .as_str()
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| invalid(format!("`{name}` must be a non-empty string")))
+}
+
+fn emit_failed(error: weir_runtime::EmitError) -> RunError {
+    RunError::new(FailureCode::Internal, error.to_string())
+}
+
+/// The final result: a headline and the summary as JSON text, and the
+/// summary as the structured result.
+fn completed(headline: String, summary: Value) -> Completed {
+    Completed {
+        content: vec![Content::text(headline), Content::text(summary.to_string())],
+        structured: Some(summary),
+    }
+}
+
+/// Indexes `root`, reporting progress as milestones; one index run per
+/// repository at a time.
+async fn index(
+    ctx: &RunContext,
+    shared: &Shared,
+    root: &Path,
+    force: bool,
+) -> Result<IndexReport, RunError> {
+    let lock = shared.lock_for(root);
+    let _held = lock.lock().await;
+    let dir = &shared.config.index_dir;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        RunError::new(
+            FailureCode::ToolError,
+            format!("cannot create the index directory {}: {e}", dir.display()),
+        )
+    })?;
+    let db = repo::index_file(dir, root);
+    let cancel = Arc::new(AtomicUsize::new(0));
+    let _cancel_on_drop = CancelOnDrop(cancel.clone());
+    let (progress, mut watched) = tokio::sync::watch::channel(IndexProgress {
+        done: 0,
+        total: 0,
+        current: String::new(),
+    });
+    let options = IndexOptions {
+        threads: shared.config.threads,
+        force,
+    };
+    let root_owned = root.to_owned();
+    let mut worker = tokio::task::spawn_blocking(move || {
+        index_repository(&root_owned, &db, &options, &cancel, &mut |p| {
+            progress.send_replace(p.clone());
+        })
+    });
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let result = loop {
+        tokio::select! {
+            result = &mut worker => break result,
+            _ = tick.tick() => {
+                if watched.has_changed().unwrap_or(false) {
+                    let p = watched.borrow_and_update().clone();
+                    let milestone = if p.total == 0 {
+                        Milestone::new("walking").message("finding source files")
+                    } else {
+                        Milestone::new("indexing").progress(p.done, p.total).message(p.current)
+                    };
+                    ctx.milestone(milestone).await.map_err(emit_failed)?;
+                }
+            }
+        }
+    };
+    let report = result
+        .map_err(|e| RunError::new(FailureCode::Internal, format!("the index run failed: {e}")))?
+        .map_err(|error| match error {
+            IndexError::BadRoot { .. } => invalid(error.to_string()),
+            other => RunError::new(FailureCode::ToolError, other.to_string()),
+        })?;
+    ctx.milestone(Milestone::new("indexed").progress(report.files, report.files.max(1)))
+        .await
+        .map_err(emit_failed)?;
+    Ok(report)
+}
+
+/// The repository of a query's `repo`, indexed (first, when it has no
+/// index yet), opened for reading.
+async fn open_repo(
+    ctx: &RunContext,
+    shared: &Shared,
+    args: &Value,
+) -> Result<(PathBuf, PathBuf), RunError> {
+    let root = repo::resolve(&shared.config, string(args, "repo")?)?;
+    let db = repo::index_file(&shared.config.index_dir, &root);
+    if !db.exists() {
+        index(ctx, shared, &root, false).await?;
+    }
+    Ok((root, db))
+}
+
+fn open_store(db: &Path) -> Result<Store, RunError> {
+    Store::open_read(db).map_err(|e| RunError::new(FailureCode::ToolError, e.to_string()))
+}
+
+/// The page a query call streams: from its cursor, of the configured size.
+fn page_of(shared: &Shared, args: &Value, db: &Path) -> Result<(Page, Option<String>), RunError> {
+    let mut page = Page {
+        offset: 0,
+        max_items: shared.config.page_items,
+        max_bytes: shared.config.page_bytes,
+    };
+    if let Some(size) = args.get("page_size").and_then(Value::as_u64) {
+        page.max_items = size.clamp(1, shared.config.page_items);
+    }
+    let mut warning = None;
+    if let Some(cursor) = args.get("cursor").and_then(Value::as_str) {
+        let state = IndexState::of(&open_store(db)?).state_id;
+        let (offset, moved) = parse_cursor(cursor, &state)?;
+        page.offset = offset;
+        if moved {
+            warning = Some(
+                "the index changed since this cursor was made: this page may repeat or skip items"
+                    .to_owned(),
+            );
+        }
+    }
+    Ok((page, warning))
+}
+
+/// Streams a query's answer and builds its result.
+async fn answer<F>(
+    ctx: &RunContext,
+    page: Page,
+    warning: Option<String>,
+    query: F,
+) -> Result<Value, RunError>
+where
+    F: FnOnce(&mut answer::Sink) -> Result<Value, RunError> + Send + 'static,
+{
+    if let Some(message) = warning {
+        ctx.emit(weir_core::Warning { message })
+            .await
+            .map_err(emit_failed)?;
+    }
+    let (mut summary, first_chunk_ms) = answer::stream(ctx, page, query).await?;
+    summary["firstChunkMs"] = json!(first_chunk_ms);
+    Ok(summary)
+}
+
+/// `index_repo`.
+pub(crate) struct IndexRepo(pub(crate) Arc<Shared>);
+
+#[async_trait]
+impl Tool for IndexRepo {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "index_repo",
+            "Index a repository for code intelligence: walks it as git does (respecting .gitignore), parses Rust, Python, JavaScript, TypeScript, Go, Java, C, C++ and Ruby with tree-sitter, and stores definitions, references and docs in a SQLite index. Incremental: only changed files are parsed again. Streams progress (files done of total, ETA); cancellable. The query tools index a repository first when it has no index.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The repository's directory on the server's machine."},
+                    "force": {"type": "boolean", "description": "Parse every file again, changed or not.", "default": false}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        );
+        info.output_schema = Some(schemas::index_report());
+        info.streams = true;
+        info.timeout = Some(Duration::from_secs(3600));
+        info.max_concurrent = Some(2);
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let root = repo::resolve(&self.0.config, string(&args, "path")?)?;
+        let force = args["force"].as_bool().unwrap_or(false);
+        let db = repo::index_file(&self.0.config.index_dir, &root);
+        ctx.emit(Meta {
+            total: None,
+            backends: vec!["tags".into()],
+            info: json!({"root": root, "index": db, "force": force}),
+            progress_unit: None,
+        })
+        .await
+        .map_err(emit_failed)?;
+        let report = index(&ctx, &self.0, &root, force).await?;
+        let headline = format!(
+            "indexed {}: {} files ({} parsed, {} unchanged, {} removed, {} failed), {} definitions, {} references in {} ms; state {}{}",
+            root.display(),
+            report.files,
+            report.parsed,
+            report.unchanged,
+            report.removed,
+            report.failed.len(),
+            report.definitions,
+            report.references,
+            report.elapsed_ms,
+            report.state_id,
+            if report.dirty { " (dirty)" } else { "" },
+        );
+        let mut summary = serde_json::to_value(&report).expect("a report serializes");
+        summary["root"] = json!(root);
+        summary["index"] = json!(db);
+        Ok(completed(headline, summary))
+    }
+}
+
+/// `search_symbols`.
+pub(crate) struct SearchSymbols(pub(crate) Arc<Shared>);
+
+#[async_trait]
+impl Tool for SearchSymbols {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "search_symbols",
+            "Search a repository's definitions by name: exact matches first, then ignoring case, then by prefix, then full text over name parts and docs. Streams matches in chunks; the result is a summary with the top matches and a cursor for more.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
+                    "query": {"type": "string", "description": "A name, a prefix, or words."},
+                    "kind": {"type": "string", "description": "Only definitions of this kind: function, method, class, interface, module, macro, constant, type."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50},
+                    "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."},
+                    "page_size": {"type": "integer", "minimum": 1, "description": "Items per page (at most the server's)."}
+                },
+                "required": ["repo", "query"],
+                "additionalProperties": false
+            }),
+        );
+        info.output_schema = Some(schemas::search_summary());
+        info.streams = true;
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let query = SymbolsQuery {
+            query: string(&args, "query")?.to_owned(),
+            kind: args["kind"].as_str().map(str::to_owned),
+            limit: args["limit"].as_u64().unwrap_or(50).clamp(1, 1000),
+        };
+        let (_, db) = open_repo(&ctx, &self.0, &args).await?;
+        let (page, warning) = page_of(&self.0, &args, &db)?;
+        let summary = answer(&ctx, page, warning, move |sink| {
+            search_symbols(&open_store(&db)?, &query, sink)
+        })
+        .await?;
+        let headline = format!(
+            "search_symbols {:?}: {} matches (exact {}, prefix {}, text {})",
+            summary["query"].as_str().unwrap_or_default(),
+            summary["totalCount"],
+            summary["byTier"]["exact"].as_u64().unwrap_or(0)
+                + summary["byTier"]["exact_ignoring_case"]
+                    .as_u64()
+                    .unwrap_or(0),
+            summary["byTier"]["prefix"],
+            summary["byTier"]["text"],
+        );
+        Ok(completed(headline, summary))
+    }
+}
+
+/// `find_references`.
+pub(crate) struct FindReferences(pub(crate) Arc<Shared>);
+
+#[async_trait]
+impl Tool for FindReferences {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "find_references",
+            "Find a name's definitions and uses in a repository: definitions first, then each file's uses in line order (call sites, type uses and implementations from tree-sitter, and other whole-word mentions from the text). Streams them grouped by file in chunks of at most 50; the result is a summary (counts by file and kind, the top items) and a cursor for the next page.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
+                    "symbol": {"type": "string", "description": "The name, e.g. spawn or JoinHandle."},
+                    "include_tests": {"type": "boolean", "default": true, "description": "Include uses in test files."},
+                    "text": {"type": "boolean", "default": true, "description": "Include whole-word mentions no tag covers (imports, field reads, comments); false gives only what tree-sitter tags."},
+                    "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."},
+                    "page_size": {"type": "integer", "minimum": 1, "description": "Items per page (at most the server's)."}
+                },
+                "required": ["repo", "symbol"],
+                "additionalProperties": false
+            }),
+        );
+        info.output_schema = Some(schemas::references_summary());
+        info.streams = true;
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let query = ReferencesQuery {
+            symbol: string(&args, "symbol")?.trim().to_owned(),
+            include_tests: args["include_tests"].as_bool().unwrap_or(true),
+            text: args["text"].as_bool().unwrap_or(true),
+        };
+        let (root, db) = open_repo(&ctx, &self.0, &args).await?;
+        let (page, warning) = page_of(&self.0, &args, &db)?;
+        let summary = answer(&ctx, page, warning, move |sink| {
+            find_references(&open_store(&db)?, &root, &query, sink)
+        })
+        .await?;
+        let headline = format!(
+            "find_references {:?}: {} items ({} definitions) in {} files; this page {} from {}{}",
+            summary["symbol"].as_str().unwrap_or_default(),
+            summary["totalCount"],
+            summary["definitions"],
+            summary["fileCount"],
+            summary["returned"],
+            summary["offset"],
+            match summary["nextCursor"].as_str() {
+                Some(cursor) => format!("; more with cursor {cursor:?}"),
+                None => String::new(),
+            }
+        );
+        Ok(completed(headline, summary))
+    }
+}
+
+/// `get_architecture`.
+pub(crate) struct GetArchitecture(pub(crate) Arc<Shared>);
+
+#[async_trait]
+impl Tool for GetArchitecture {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "get_architecture",
+            "A repository's architecture: its modules, directories or files with their sizes, the dependency edges between them (uses of names defined elsewhere, with strength), entry points, and the module graph as Mermaid text. Streams every module and edge; the summary shows the 20 largest modules and the 50 strongest edges among them.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
+                    "granularity": {"type": "string", "enum": ["module", "directory", "file"], "default": "module"},
+                    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 2, "description": "For modules: how many directory levels make a module."},
+                    "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."}
+                },
+                "required": ["repo"],
+                "additionalProperties": false
+            }),
+        );
+        info.output_schema = Some(schemas::architecture_summary());
+        info.streams = true;
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let depth = args["depth"].as_u64().unwrap_or(2).clamp(1, 10) as usize;
+        let granularity = match args["granularity"].as_str().unwrap_or("module") {
+            "module" => Granularity::Module { depth },
+            "directory" => Granularity::Directory,
+            "file" => Granularity::File,
+            other => {
+                return Err(invalid(format!(
+                    "unknown granularity {other:?}: use module, directory or file"
+                )));
+            }
+        };
+        let (_, db) = open_repo(&ctx, &self.0, &args).await?;
+        let (page, warning) = page_of(&self.0, &args, &db)?;
+        let summary = answer(&ctx, page, warning, move |sink| {
+            get_architecture(&open_store(&db)?, granularity, sink)
+        })
+        .await?;
+        let headline = format!(
+            "get_architecture: {} {}s, {} edges, entry points {}",
+            summary["moduleCount"],
+            summary["granularity"].as_str().unwrap_or_default(),
+            summary["edgeCount"],
+            summary["entrypoints"],
+        );
+        Ok(completed(headline, summary))
+    }
+}

@@ -1,0 +1,7 @@
+interface Shape {
+  area(): number;
+}
+
+function describe(shape: Shape): string {
+  return render(shape);
+}

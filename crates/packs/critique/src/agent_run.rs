@@ -1,0 +1,196 @@
+//! `agent_run`: one coding agent on one prompt, its normalized events
+//! streamed as partials.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use weir_agents::{AgentEvent, AgentOptions, AgentResult, CliKind, Transport};
+use weir_core::{Completed, Content, FailureCode, Meta, Milestone, Partial, RunError};
+use weir_runtime::{RunContext, Tool, ToolInfo};
+
+use crate::Shared;
+use crate::args::{self, AgentRunArgs};
+
+/// `agent_run`.
+pub(crate) struct AgentRun(pub(crate) Arc<Shared>);
+
+fn stopped(error: weir_runtime::EmitError) -> RunError {
+    RunError::new(
+        FailureCode::Internal,
+        format!("cannot report progress: {error}"),
+    )
+}
+
+#[async_trait]
+impl Tool for AgentRun {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "agent_run",
+            "Runs one coding-agent CLI (claude, codex or gemini) on a prompt and streams what it does as partial results: text as it is typed (group \"text\"), and each other normalized event — session start, tool use and result, message, result, error — as a structured item (group \"events\"). The result is the agent's last message with its usage, cost and session id; a failed agent fails the call, saying why.",
+            args::agent_run_schema(),
+        );
+        info.output_schema = Some(json!({
+            "type": "object",
+            "properties": {
+                "cli": {"type": "string"},
+                "model": {"type": ["string", "null"]},
+                "text": {"type": "string", "description": "The last message (else all the text streamed)."},
+                "is_error": {"type": "boolean"},
+                "subtype": {"type": ["string", "null"]},
+                "usage": {"type": ["object", "null"], "properties": {"input_tokens": {"type": "integer"}, "output_tokens": {"type": "integer"}}},
+                "cost_usd": {"type": ["number", "null"]},
+                "duration_ms": {"type": ["integer", "null"]},
+                "session_id": {"type": ["string", "null"]},
+                "exit_code": {"type": ["integer", "null"]}
+            },
+            "required": ["cli", "text", "is_error"]
+        }));
+        info.streams = true;
+        info.timeout = Some(self.0.config.agent_timeout + Duration::from_secs(30));
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
+        let shared = &self.0;
+        let call = AgentRunArgs::parse(arguments)?;
+        let model = call
+            .model
+            .clone()
+            .or_else(|| shared.config.models.get(&call.cli).cloned());
+        let mut options = AgentOptions::new(
+            CliKind::from_name(&call.cli).expect("checked by the arguments"),
+            call.prompt,
+        );
+        options.model = model.clone();
+        options.cwd = call
+            .cwd
+            .map_or_else(|| shared.config.work_dir.clone(), PathBuf::from);
+        options.env = shared.config.env.clone();
+        options.transport = Transport::Light;
+        options.timeout = Some(shared.config.agent_timeout);
+        ctx.emit(Meta {
+            backends: vec![call.cli.clone()],
+            info: json!({"cli": call.cli, "model": model, "cwd": options.cwd}),
+            ..Meta::default()
+        })
+        .await
+        .map_err(stopped)?;
+        // A missing CLI's error names where it was looked for and how to
+        // install it.
+        let mut session = weir_agents::start(options)
+            .await
+            .map_err(|error| RunError::new(FailureCode::ToolError, error.to_string()))?;
+        ctx.milestone(Milestone::new("running").message(format!("{} spawned", call.cli)))
+            .await
+            .map_err(stopped)?;
+
+        let mut streamed = String::new();
+        let mut last_message: Option<String> = None;
+        let mut result: Option<AgentResult> = None;
+        let mut errors: Vec<String> = Vec::new();
+        let mut exit_code: Option<i32> = None;
+        let mut stderr = String::new();
+        while let Some(event) = session.next().await {
+            let partial = match &event {
+                AgentEvent::TextDelta { text } => {
+                    streamed.push_str(text);
+                    Partial {
+                        content: vec![Content::text(text.clone())],
+                        group: Some("text".into()),
+                        ..Partial::default()
+                    }
+                }
+                other => {
+                    match other {
+                        AgentEvent::Message { text } => last_message = Some(text.clone()),
+                        AgentEvent::Result(end) => result = Some(end.clone()),
+                        AgentEvent::Error { message } => errors.push(message.clone()),
+                        AgentEvent::Exited {
+                            code, stderr_tail, ..
+                        } => {
+                            exit_code = *code;
+                            stderr = stderr_tail.clone();
+                        }
+                        _ => {}
+                    }
+                    Partial {
+                        items: vec![serde_json::to_value(other).unwrap_or(Value::Null)],
+                        group: Some("events".into()),
+                        ..Partial::default()
+                    }
+                }
+            };
+            ctx.emit(partial).await.map_err(stopped)?;
+        }
+        let is_error = result.as_ref().is_none_or(|result| result.is_error)
+            || exit_code.is_some_and(|code| code != 0);
+        let text = result
+            .as_ref()
+            .and_then(|result| result.text.clone())
+            .or(last_message)
+            .unwrap_or(streamed);
+        if is_error {
+            let mut reasons: Vec<String> = Vec::new();
+            if !text.is_empty() && result.as_ref().is_some_and(|result| result.is_error) {
+                reasons.push(text.clone());
+            }
+            reasons.extend(errors);
+            if let Some(code) = exit_code.filter(|code| *code != 0) {
+                reasons.push(format!("exited with code {code}"));
+            }
+            if reasons.is_empty() {
+                let tail = stderr.trim();
+                reasons.push(if tail.is_empty() {
+                    "the agent ended without a result".to_owned()
+                } else {
+                    format!("the agent ended without a result: {tail}")
+                });
+            }
+            return Err(RunError::new(
+                FailureCode::ToolError,
+                format!("{} failed: {}", call.cli, reasons.join("; ")),
+            ));
+        }
+        let result = result.unwrap_or_default();
+        let usage = result.usage.map(|usage| {
+            json!({"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})
+        });
+        let summary = format!(
+            "[{}{}: {} input / {} output tokens{}{}]",
+            call.cli,
+            model
+                .as_deref()
+                .map(|model| format!(" ({model})"))
+                .unwrap_or_default(),
+            result.usage.map_or(0, |usage| usage.input_tokens),
+            result.usage.map_or(0, |usage| usage.output_tokens),
+            result
+                .cost_usd
+                .map(|cost| format!(", ${cost:.4}"))
+                .unwrap_or_default(),
+            result
+                .session_id
+                .as_deref()
+                .map(|id| format!(", session {id}"))
+                .unwrap_or_default(),
+        );
+        Ok(Completed {
+            content: vec![Content::text(summary)],
+            structured: Some(json!({
+                "cli": call.cli,
+                "model": model,
+                "text": text,
+                "is_error": false,
+                "subtype": result.subtype,
+                "usage": usage,
+                "cost_usd": result.cost_usd,
+                "duration_ms": result.duration_ms,
+                "session_id": result.session_id,
+                "exit_code": exit_code,
+            })),
+        })
+    }
+}

@@ -1,0 +1,542 @@
+//! The tools' arguments: their schemas, the presets, and the checks, with
+//! messages that name the field and say what would be accepted.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use weir_core::{FailureCode, RunError};
+
+use crate::paging::Cursor;
+
+/// Largest `content` (and `context`), in bytes.
+pub(crate) const MAX_CONTENT_BYTES: usize = 1 << 20;
+/// The CLIs `clis` may name.
+pub(crate) const KNOWN_CLIS: &[&str] = &["claude", "codex", "gemini"];
+
+/// A tool-level error for bad arguments.
+pub(crate) fn invalid(message: impl Into<String>) -> RunError {
+    RunError::new(FailureCode::InvalidArguments, message)
+}
+
+/// What a preset asks the agents to do, and which input it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Preset {
+    /// `roast`: anything, on a path or content.
+    General,
+    /// `roast_codebase`: a directory or file.
+    Codebase,
+    /// `roast_architecture`: a design, on a path or content.
+    Architecture,
+    /// `roast_security`: a path or content, for vulnerabilities.
+    Security,
+    /// `roast_idea`: an idea, as content.
+    Idea,
+}
+
+/// Which input a preset needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Needs {
+    TargetOrContent,
+    Target,
+    Content,
+}
+
+impl Preset {
+    pub(crate) const ALL: [Preset; 5] = [
+        Preset::General,
+        Preset::Codebase,
+        Preset::Architecture,
+        Preset::Security,
+        Preset::Idea,
+    ];
+
+    pub(crate) fn tool_name(self) -> &'static str {
+        match self {
+            Preset::General => "roast",
+            Preset::Codebase => "roast_codebase",
+            Preset::Architecture => "roast_architecture",
+            Preset::Security => "roast_security",
+            Preset::Idea => "roast_idea",
+        }
+    }
+
+    fn needs(self) -> Needs {
+        match self {
+            Preset::Codebase => Needs::Target,
+            Preset::Idea => Needs::Content,
+            _ => Needs::TargetOrContent,
+        }
+    }
+
+    /// What the tool does, for its description.
+    pub(crate) fn purpose(self) -> &'static str {
+        match self {
+            Preset::General => {
+                "Brutally honest critique of anything: a path (file or directory) or content"
+            }
+            Preset::Codebase => {
+                "Brutally honest review of a codebase (target: a directory or file): bugs, design, maintainability, tests"
+            }
+            Preset::Architecture => {
+                "Brutally honest review of an architecture or system design (target or content): scaling, failure modes, coupling, cost"
+            }
+            Preset::Security => {
+                "Adversarial security review (target or content): vulnerabilities, trust boundaries, secrets, injection, authz"
+            }
+            Preset::Idea => {
+                "Brutally honest critique of an idea or plan (content): feasibility, market, risks, what will go wrong"
+            }
+        }
+    }
+
+    /// The agents' brief.
+    pub(crate) fn brief(self) -> &'static str {
+        match self {
+            Preset::General => {
+                "You are a brutally honest, expert critic. Find what is wrong with the work below: flaws, risks, mistakes and weak reasoning. Be specific and concrete; no praise, no padding."
+            }
+            Preset::Codebase => {
+                "You are a senior engineer doing a brutally honest code review. Read the code in your working directory and find real problems: bugs, race conditions, error handling, security holes, poor abstractions, missing tests, performance traps. Cite file and line for each."
+            }
+            Preset::Architecture => {
+                "You are a principal architect reviewing a system design with brutal honesty. Find where it breaks: scaling limits, single points of failure, consistency and failure modes, coupling, operational burden and cost."
+            }
+            Preset::Security => {
+                "You are a penetration tester reviewing this for security with hostile intent. Find exploitable vulnerabilities: injection, broken authentication or authorization, secrets, unsafe deserialization, path traversal, trust boundary mistakes. Cite file and line where they apply."
+            }
+            Preset::Idea => {
+                "You are a skeptical investor and domain expert. Tear this idea apart with brutal honesty: feasibility, market, competition, cost, risks and the ways it will fail."
+            }
+        }
+    }
+}
+
+/// A roast tool's arguments, as sent.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RoastArgs {
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    context: Option<String>,
+    #[serde(default)]
+    clis: Option<Vec<String>>,
+    #[serde(default)]
+    models: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    max_parallel: Option<u64>,
+    #[serde(default)]
+    context_id: Option<String>,
+    #[serde(default)]
+    resume: Option<bool>,
+    #[serde(default)]
+    offset: Option<u64>,
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    cursor: Option<String>,
+    #[serde(default)]
+    refresh: Option<bool>,
+}
+
+/// What a roast call asks for, checked.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Request {
+    /// A page of a stored report; no agent runs.
+    Page {
+        context_id: String,
+        offset: usize,
+        limit: usize,
+    },
+    /// Agents to run.
+    Run(RunRequest),
+}
+
+/// A critique to run.
+#[derive(Debug, PartialEq)]
+pub(crate) struct RunRequest {
+    pub(crate) target: Option<PathBuf>,
+    pub(crate) content: Option<String>,
+    pub(crate) context: Option<String>,
+    /// Each agent, with its model (`None`: the configured or CLI default).
+    pub(crate) agents: Vec<(String, Option<String>)>,
+    pub(crate) max_parallel: Option<usize>,
+    /// `resume`: the report to continue.
+    pub(crate) resume: Option<String>,
+    /// The first page's size.
+    pub(crate) limit: usize,
+    /// Skip the cache.
+    pub(crate) refresh: bool,
+}
+
+/// What the defaults are where the call says nothing.
+pub(crate) struct Defaults<'a> {
+    pub(crate) clis: &'a [String],
+    pub(crate) page_bytes: usize,
+}
+
+/// Parses and checks a call of `preset`'s tool.
+pub(crate) fn parse(
+    preset: Preset,
+    arguments: Value,
+    defaults: &Defaults<'_>,
+) -> Result<Request, RunError> {
+    let args: RoastArgs = serde_json::from_value(arguments)
+        .map_err(|error| invalid(format!("invalid arguments: {error}")))?;
+    let limit = match args.limit {
+        Some(0) => {
+            return Err(invalid(
+                "limit must be at least 1 (bytes of report per page)",
+            ));
+        }
+        Some(limit) => usize::try_from(limit).unwrap_or(usize::MAX),
+        None => defaults.page_bytes,
+    };
+    let resume = args.resume.unwrap_or(false);
+    let running = args.target.is_some() || args.content.is_some();
+    if let Some(cursor) = &args.cursor {
+        if running || args.context_id.is_some() || args.offset.is_some() || resume {
+            return Err(invalid(
+                "cursor pages a report on its own: send it with limit at most (it already names the context_id and offset)",
+            ));
+        }
+        let cursor = Cursor::decode(cursor).map_err(invalid)?;
+        return Ok(Request::Page {
+            context_id: cursor.context_id,
+            offset: cursor.offset,
+            limit,
+        });
+    }
+    if let Some(context_id) = &args.context_id
+        && !resume
+    {
+        if running {
+            return Err(invalid(
+                "context_id without resume pages a stored report; to continue the critique with new content, set resume: true",
+            ));
+        }
+        return Ok(Request::Page {
+            context_id: context_id.clone(),
+            offset: usize::try_from(args.offset.unwrap_or(0)).unwrap_or(usize::MAX),
+            limit,
+        });
+    }
+    if resume && args.context_id.is_none() {
+        return Err(invalid(
+            "resume continues an earlier critique: give its context_id (from that result) and the follow-up as content",
+        ));
+    }
+    if args.offset.is_some() {
+        return Err(invalid(
+            "offset pages a stored report: give its context_id (a new critique always starts at offset 0)",
+        ));
+    }
+    if resume && args.content.is_none() {
+        return Err(invalid(
+            "resume needs content: the follow-up question or the changed work to critique",
+        ));
+    }
+    for (field, value) in [("content", &args.content), ("context", &args.context)] {
+        if let Some(value) = value {
+            if value.trim().is_empty() {
+                return Err(invalid(format!("{field} is empty")));
+            }
+            if value.len() > MAX_CONTENT_BYTES {
+                return Err(invalid(format!(
+                    "{field} is larger than {MAX_CONTENT_BYTES} bytes; point target at a file instead"
+                )));
+            }
+        }
+    }
+    match (preset.needs(), &args.target, &args.content, resume) {
+        (Needs::Target, None, _, false) => {
+            return Err(invalid(format!(
+                "{} needs target: the directory or file to review",
+                preset.tool_name()
+            )));
+        }
+        (Needs::Content, _, None, _) => {
+            return Err(invalid(format!(
+                "{} needs content: the idea to critique",
+                preset.tool_name()
+            )));
+        }
+        (Needs::TargetOrContent, None, None, _) => {
+            return Err(invalid(format!(
+                "{} needs target (a path to review) or content (text to critique)",
+                preset.tool_name()
+            )));
+        }
+        _ => {}
+    }
+    let target = match &args.target {
+        Some(target) if target.trim().is_empty() => return Err(invalid("target is empty")),
+        Some(target) => {
+            let path = PathBuf::from(target);
+            if !path.exists() {
+                return Err(invalid(format!(
+                    "target {target} does not exist on the server (a path to a file or directory, absolute or relative to the server's working directory)"
+                )));
+            }
+            Some(path.canonicalize().unwrap_or(path))
+        }
+        None => None,
+    };
+    let clis = args.clis.unwrap_or_else(|| defaults.clis.to_vec());
+    if clis.is_empty() {
+        return Err(invalid(format!(
+            "clis is empty: name at least one of {}",
+            KNOWN_CLIS.join(", ")
+        )));
+    }
+    let mut agents: Vec<(String, Option<String>)> = Vec::new();
+    for cli in clis {
+        if !KNOWN_CLIS.contains(&cli.as_str()) {
+            return Err(invalid(format!(
+                "clis: unknown CLI {cli:?}; known: {}",
+                KNOWN_CLIS.join(", ")
+            )));
+        }
+        if agents.iter().any(|(known, _)| *known == cli) {
+            return Err(invalid(format!("clis names {cli} twice")));
+        }
+        agents.push((cli, None));
+    }
+    for (cli, model) in args.models.unwrap_or_default() {
+        let Some(agent) = agents.iter_mut().find(|(name, _)| *name == cli) else {
+            return Err(invalid(format!(
+                "models names {cli}, which is not among the agents of this call ({})",
+                agents
+                    .iter()
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if model.trim().is_empty() {
+            return Err(invalid(format!("models.{cli} is empty")));
+        }
+        agent.1 = Some(model);
+    }
+    let max_parallel = match args.max_parallel {
+        Some(0) => return Err(invalid("max_parallel must be at least 1")),
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+        None => None,
+    };
+    Ok(Request::Run(RunRequest {
+        target,
+        content: args.content,
+        context: args.context,
+        agents,
+        max_parallel,
+        resume: args.context_id.filter(|_| resume),
+        limit,
+        refresh: args.refresh.unwrap_or(false),
+    }))
+}
+
+/// The input schema of `preset`'s tool.
+pub(crate) fn roast_schema(preset: Preset) -> Value {
+    let required: &[&str] = match preset.needs() {
+        Needs::Content => &["content"],
+        Needs::Target | Needs::TargetOrContent => &[],
+    };
+    json!({
+        "type": "object",
+        "properties": {
+            "target": {"type": "string", "description": "A file or directory on the server to review; the agents run there (read-only by instruction). Absolute, or relative to the server's working directory."},
+            "content": {"type": "string", "description": "Text to critique (an idea, a design, a diff), or with resume the follow-up.", "maxLength": MAX_CONTENT_BYTES},
+            "context": {"type": "string", "description": "Background the agents should know: goals, constraints, what to focus on.", "maxLength": MAX_CONTENT_BYTES},
+            "clis": {"type": "array", "items": {"type": "string", "enum": KNOWN_CLIS}, "minItems": 1, "uniqueItems": true, "description": "Which agents critique, in parallel; the server's configured set when absent."},
+            "models": {"type": "object", "additionalProperties": {"type": "string"}, "description": "A model per CLI, e.g. {\"gemini\": \"gemini-2.5-flash\"}; else the server's choice or the CLI's default."},
+            "max_parallel": {"type": "integer", "minimum": 1, "description": "Most agents running at once (the server's limit caps it)."},
+            "context_id": {"type": "string", "description": "A report's id, from an earlier result: alone (with offset/limit) it pages that report; with resume it continues the critique."},
+            "resume": {"type": "boolean", "description": "Continue the critique of context_id with content as the follow-up; the agents see the earlier report."},
+            "offset": {"type": "integer", "minimum": 0, "description": "With context_id: where the page starts, in bytes of the report."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Bytes of report per page."},
+            "cursor": {"type": "string", "description": "The next_cursor of an earlier result: the next page of its report."},
+            "refresh": {"type": "boolean", "description": "Run the agents even when the same critique is cached."}
+        },
+        "required": required,
+        "additionalProperties": false
+    })
+}
+
+/// `agent_run`'s arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentRunArgs {
+    pub(crate) cli: String,
+    pub(crate) prompt: String,
+    #[serde(default)]
+    pub(crate) model: Option<String>,
+    #[serde(default)]
+    pub(crate) cwd: Option<String>,
+}
+
+impl AgentRunArgs {
+    pub(crate) fn parse(arguments: Value) -> Result<AgentRunArgs, RunError> {
+        let args: AgentRunArgs = serde_json::from_value(arguments)
+            .map_err(|error| invalid(format!("invalid arguments: {error}")))?;
+        if !KNOWN_CLIS.contains(&args.cli.as_str()) {
+            return Err(invalid(format!(
+                "cli: unknown CLI {:?}; known: {}",
+                args.cli,
+                KNOWN_CLIS.join(", ")
+            )));
+        }
+        if args.prompt.trim().is_empty() {
+            return Err(invalid("prompt is empty"));
+        }
+        if args.prompt.len() > MAX_CONTENT_BYTES {
+            return Err(invalid(format!(
+                "prompt is larger than {MAX_CONTENT_BYTES} bytes"
+            )));
+        }
+        if let Some(cwd) = &args.cwd
+            && !std::path::Path::new(cwd).is_dir()
+        {
+            return Err(invalid(format!(
+                "cwd {cwd} is not a directory on the server"
+            )));
+        }
+        Ok(args)
+    }
+}
+
+pub(crate) fn agent_run_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "cli": {"type": "string", "enum": KNOWN_CLIS, "description": "The coding-agent CLI to run."},
+            "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_BYTES, "description": "The prompt."},
+            "model": {"type": "string", "description": "The model; else the server's choice or the CLI's default."},
+            "cwd": {"type": "string", "description": "The agent's working directory on the server; else the server's."}
+        },
+        "required": ["cli", "prompt"],
+        "additionalProperties": false
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> Defaults<'static> {
+        static CLIS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        Defaults {
+            clis: CLIS.get_or_init(|| vec!["claude".into(), "gemini".into()]),
+            page_bytes: 100,
+        }
+    }
+
+    fn error(preset: Preset, arguments: Value) -> String {
+        parse(preset, arguments, &defaults()).unwrap_err().message
+    }
+
+    #[test]
+    fn a_run_takes_the_defaults_and_the_models() {
+        let Request::Run(run) = parse(
+            Preset::Idea,
+            json!({"content": "a social network for cats", "models": {"gemini": "gemini-2.5-flash"}}),
+            &defaults(),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            run.agents,
+            [
+                ("claude".to_owned(), None),
+                ("gemini".to_owned(), Some("gemini-2.5-flash".to_owned()))
+            ]
+        );
+        assert_eq!((run.limit, run.refresh, run.resume), (100, false, None));
+    }
+
+    #[test]
+    fn paging_by_context_id_or_cursor() {
+        assert_eq!(
+            parse(
+                Preset::General,
+                json!({"context_id": "c1", "offset": 5, "limit": 7}),
+                &defaults()
+            )
+            .unwrap(),
+            Request::Page {
+                context_id: "c1".into(),
+                offset: 5,
+                limit: 7
+            }
+        );
+        assert_eq!(
+            parse(Preset::General, json!({"cursor": "c1@40"}), &defaults()).unwrap(),
+            Request::Page {
+                context_id: "c1".into(),
+                offset: 40,
+                limit: 100
+            }
+        );
+    }
+
+    #[test]
+    fn bad_calls_say_what_to_do() {
+        assert!(error(Preset::Codebase, json!({"content": "x"})).contains("needs target"));
+        assert!(error(Preset::Idea, json!({})).contains("needs content"));
+        assert!(error(Preset::General, json!({})).contains("target (a path to review) or content"));
+        assert!(
+            error(Preset::General, json!({"content": "x", "clis": ["vim"]}))
+                .contains("unknown CLI \"vim\"")
+        );
+        assert!(
+            error(
+                Preset::General,
+                json!({"content": "x", "models": {"codex": "m"}})
+            )
+            .contains("not among the agents")
+        );
+        assert!(
+            error(Preset::General, json!({"resume": true, "content": "x"}))
+                .contains("give its context_id")
+        );
+        assert!(
+            error(Preset::General, json!({"context_id": "c", "content": "x"}))
+                .contains("set resume: true")
+        );
+        assert!(
+            error(Preset::General, json!({"target": "/no/such/path"})).contains("does not exist")
+        );
+        assert!(
+            error(Preset::General, json!({"cursor": "c@1", "offset": 3})).contains("on its own")
+        );
+        assert!(
+            error(Preset::General, json!({"content": "x", "bogus": 1})).contains("unknown field")
+        );
+        assert!(
+            error(Preset::General, json!({"content": "x", "max_parallel": 0}))
+                .contains("at least 1")
+        );
+    }
+
+    /// The schema and the parser agree on what is required.
+    #[test]
+    fn schemas_match_the_parser() {
+        for preset in Preset::ALL {
+            let schema = roast_schema(preset);
+            let required = schema["required"].as_array().unwrap();
+            assert_eq!(required.is_empty(), preset != Preset::Idea, "{preset:?}");
+            assert!(
+                weir_core::check_arguments(&schema, &json!({"content": "x", "clis": ["codex"]}))
+                    .is_ok()
+            );
+            assert!(
+                weir_core::check_arguments(&schema, &json!({"content": "x", "clis": ["vim"]}))
+                    .is_err()
+            );
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The tools' arguments: schemas and checks, with messages that name the
+//! field and say what is accepted.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use weir_core::{FailureCode, RunError};
+
+use crate::gather::Limits;
+
+/// Defaults and bounds of `llmstxt_generate`'s limits.
+const MAX_FILES: (usize, usize) = (40, 500);
+const MAX_FILE_KB: (usize, usize) = (64, 1024);
+const MAX_TOTAL_KB: (usize, usize) = (1024, 16 * 1024);
+const MAX_MODEL_LINKS: (usize, usize) = (24, 200);
+/// Largest text or file `llmstxt_validate` reads.
+pub(crate) const MAX_VALIDATE_BYTES: usize = 4 << 20;
+
+fn invalid(message: String) -> RunError {
+    RunError::new(FailureCode::InvalidArguments, message)
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(arguments: Value) -> Result<T, RunError> {
+    serde_json::from_value(arguments).map_err(|error| invalid(format!("arguments: {error}")))
+}
+
+/// `llmstxt_generate`'s arguments, as sent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenerateArgs {
+    source: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    use_model: Option<bool>,
+    #[serde(default)]
+    max_files: Option<usize>,
+    #[serde(default)]
+    max_file_kb: Option<usize>,
+    #[serde(default)]
+    max_total_kb: Option<usize>,
+    #[serde(default)]
+    max_model_links: Option<usize>,
+}
+
+/// `llmstxt_generate`'s arguments, checked.
+#[derive(Debug)]
+pub(crate) struct Generate {
+    pub(crate) source: String,
+    pub(crate) name: Option<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) use_model: bool,
+    pub(crate) limits: Limits,
+    pub(crate) max_model_links: usize,
+}
+
+fn bounded(
+    field: &str,
+    value: Option<usize>,
+    (default, max): (usize, usize),
+) -> Result<usize, RunError> {
+    match value {
+        None => Ok(default),
+        Some(value) if (1..=max).contains(&value) || (value == 0 && field == "max_model_links") => {
+            Ok(value)
+        }
+        Some(value) => Err(invalid(format!(
+            "{field} is {value}; give 1 to {max} (default {default})"
+        ))),
+    }
+}
+
+pub(crate) fn generate(arguments: Value) -> Result<Generate, RunError> {
+    let args: GenerateArgs = parse(arguments)?;
+    if args.source.trim().is_empty() {
+        return Err(invalid(
+            "source is empty: give a directory on the server or a git URL".into(),
+        ));
+    }
+    Ok(Generate {
+        source: args.source,
+        name: args.name.filter(|name| !name.trim().is_empty()),
+        base_url: args.base_url.filter(|url| !url.trim().is_empty()),
+        use_model: args.use_model.unwrap_or(true),
+        limits: Limits {
+            max_files: bounded("max_files", args.max_files, MAX_FILES)?,
+            max_file_bytes: bounded("max_file_kb", args.max_file_kb, MAX_FILE_KB)? * 1024,
+            max_total_bytes: bounded("max_total_kb", args.max_total_kb, MAX_TOTAL_KB)? * 1024,
+        },
+        max_model_links: bounded("max_model_links", args.max_model_links, MAX_MODEL_LINKS)?,
+    })
+}
+
+pub(crate) fn generate_schema() -> Value {
+    let limit = |what: &str, (default, max): (usize, usize)| json!({"type": "integer", "minimum": 1, "maximum": max, "default": default, "description": what});
+    let mut model_links = limit(
+        "Most links whose notes the model writes (0: none); the rest keep notes taken from the files.",
+        MAX_MODEL_LINKS,
+    );
+    model_links["minimum"] = 0.into();
+    json!({
+        "type": "object",
+        "properties": {
+            "source": {"type": "string", "description": "The repository: a directory on the server's machine, or a git URL (https://, ssh://, git@host:, file://), cloned shallowly for this run."},
+            "name": {"type": "string", "description": "The project's name (the H1); default: the root manifest's name, the README's title, or the directory's name."},
+            "base_url": {"type": "string", "description": "Prefix of every link, e.g. https://host/me/repo/blob/main/; default: links are paths relative to the repository's root."},
+            "use_model": {"type": "boolean", "default": true, "description": "Ask the configured model for the summary and the notes; false writes the deterministic fallback even when a model is configured."},
+            "max_files": limit("Most files linked and read.", MAX_FILES),
+            "max_file_kb": limit("Most KiB read of one file (llms-full.txt and llms-ctx.txt carry this much of it).", MAX_FILE_KB),
+            "max_total_kb": limit("Most KiB read in all.", MAX_TOTAL_KB),
+            "max_model_links": model_links,
+        },
+        "required": ["source"],
+        "additionalProperties": false,
+    })
+}
+
+/// Which format `llmstxt_validate` checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    LlmsTxt,
+    Full,
+    Ctx,
+}
+
+impl Format {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Format::LlmsTxt => "llms.txt",
+            Format::Full => "llms-full.txt",
+            Format::Ctx => "llms-ctx.txt",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Format> {
+        [Format::LlmsTxt, Format::Full, Format::Ctx]
+            .into_iter()
+            .find(|format| format.name() == name)
+    }
+
+    /// The format a file's name says: `llms-ctx*.txt`, `llms-full.txt`, else llms.txt.
+    fn of_path(path: &str) -> Format {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if name.starts_with("llms-ctx") {
+            Format::Ctx
+        } else if name.starts_with("llms-full") {
+            Format::Full
+        } else {
+            Format::LlmsTxt
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ValidateArgs {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// What `llmstxt_validate` checks: a text (or a file's path), and its format.
+#[derive(Debug)]
+pub(crate) enum Subject {
+    Text(String),
+    Path(String),
+}
+
+pub(crate) fn validate(arguments: Value) -> Result<(Subject, Format), RunError> {
+    let args: ValidateArgs = parse(arguments)?;
+    let format = match &args.format {
+        Some(name) => Format::parse(name).ok_or_else(|| {
+            invalid(format!(
+                "format is {name:?}; give llms.txt, llms-full.txt or llms-ctx.txt"
+            ))
+        })?,
+        None => args
+            .path
+            .as_deref()
+            .map_or(Format::LlmsTxt, Format::of_path),
+    };
+    let subject = match (args.text, args.path) {
+        (Some(text), None) if text.len() <= MAX_VALIDATE_BYTES => Subject::Text(text),
+        (Some(text), None) => {
+            return Err(invalid(format!(
+                "text is {} bytes; at most {MAX_VALIDATE_BYTES} are checked",
+                text.len()
+            )));
+        }
+        (None, Some(path)) => Subject::Path(path),
+        _ => {
+            return Err(invalid(
+                "give exactly one of text (the file's content) and path (a file on the server)"
+                    .into(),
+            ));
+        }
+    };
+    Ok((subject, format))
+}
+
+pub(crate) fn validate_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "description": "The file's content."},
+            "path": {"type": "string", "description": "A file on the server's machine, instead of text."},
+            "format": {"type": "string", "enum": ["llms.txt", "llms-full.txt", "llms-ctx.txt"], "description": "Which format to check; default: what path's file name says, else llms.txt."},
+        },
+        "additionalProperties": false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generate_arguments_are_checked_with_their_bounds() {
+        let call = generate(json!({"source": "."})).unwrap();
+        assert_eq!(
+            (
+                call.limits.max_files,
+                call.limits.max_file_bytes,
+                call.max_model_links
+            ),
+            (40, 64 * 1024, 24)
+        );
+        assert!(call.use_model);
+        let zero = generate(json!({"source": ".", "max_model_links": 0})).unwrap();
+        assert_eq!(zero.max_model_links, 0);
+        for (arguments, needle) in [
+            (json!({"source": " "}), "source is empty"),
+            (
+                json!({"source": ".", "max_files": 0}),
+                "max_files is 0; give 1 to 500",
+            ),
+            (
+                json!({"source": ".", "max_file_kb": 5000}),
+                "max_file_kb is 5000",
+            ),
+            (json!({"source": ".", "colour": 1}), "unknown field"),
+        ] {
+            let error = generate(arguments).unwrap_err();
+            assert_eq!(error.code, FailureCode::InvalidArguments);
+            assert!(error.message.contains(needle), "{}", error.message);
+        }
+    }
+
+    #[test]
+    fn validate_takes_text_or_path_and_infers_the_format() {
+        assert!(matches!(
+            validate(json!({"text": "# x"})),
+            Ok((Subject::Text(_), Format::LlmsTxt))
+        ));
+        assert!(matches!(
+            validate(json!({"path": "out/llms-ctx.txt"})),
+            Ok((Subject::Path(_), Format::Ctx))
+        ));
+        assert!(matches!(
+            validate(json!({"path": "llms.txt", "format": "llms-full.txt"})),
+            Ok((_, Format::Full))
+        ));
+        for arguments in [json!({}), json!({"text": "a", "path": "b"})] {
+            assert!(
+                validate(arguments)
+                    .unwrap_err()
+                    .message
+                    .contains("exactly one")
+            );
+        }
+        assert!(
+            validate(json!({"text": "a", "format": "md"}))
+                .unwrap_err()
+                .message
+                .contains("llms-ctx.txt")
+        );
+    }
+}

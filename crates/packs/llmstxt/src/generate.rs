@@ -1,0 +1,539 @@
+//! One `llmstxt_generate` run: open the source, gather its files, describe
+//! them (with the model where it answers, from the files where it does
+//! not), and write the four artifacts.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use weir_core::{Completed, Content, FailureCode, Meta, Milestone, Partial, RunError, Warning};
+use weir_runtime::RunContext;
+
+use crate::args::Generate;
+use crate::formats::{self, Documents};
+use crate::gather::{self, File};
+use crate::llm::{ChatClient, ChatRequest, LlmError, Message};
+use crate::project;
+use crate::source;
+use crate::spec::{self, Link, LlmsTxt, Section};
+
+/// The group of the model's streamed tokens.
+pub(crate) const TOKENS: &str = "model";
+/// Most characters of a file shown to the model.
+const EXCERPT_CHARS: usize = 1_200;
+
+/// Where a summary or note came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    Model,
+    Repository,
+}
+
+impl Origin {
+    fn name(self) -> &'static str {
+        match self {
+            Origin::Model => "model",
+            Origin::Repository => "repository",
+        }
+    }
+}
+
+/// A file's index, its link, and where its note came from.
+type Linked = (usize, Link, Origin);
+
+/// What the model did in this run.
+#[derive(Default)]
+struct ModelUse {
+    calls: u64,
+    answered: u64,
+    tokens: u64,
+    first_token_ms: Vec<u64>,
+    /// Why the model was not used at all, or stopped being used.
+    unused: Option<String>,
+    failures: Vec<String>,
+}
+
+fn stopped(error: weir_runtime::EmitError) -> RunError {
+    RunError::new(
+        FailureCode::Internal,
+        format!("the run's log refused an event: {error}"),
+    )
+}
+
+/// The files of the run, by the URL their link got.
+struct ByUrl<'a>(BTreeMap<String, &'a File>);
+
+impl Documents for ByUrl<'_> {
+    fn text(&self, url: &str) -> Option<(&str, bool)> {
+        self.0
+            .get(url)
+            .map(|file| (file.text.as_str(), file.truncated))
+    }
+}
+
+/// A model's answer as one clean line: no markup that would break the
+/// file, no quotes around it, at most `max` characters; `None` when
+/// nothing is left.
+fn clean(answer: &str, max: usize) -> Option<String> {
+    let line = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Markup at the start would make a heading, quote or list item of
+    // the line; quotes around it are the model's, not the text's.
+    let line = line
+        .trim_start_matches(|c: char| "#>-*`\"' ".contains(c))
+        .trim_end_matches(|c: char| "`\"' ".contains(c));
+    if line.is_empty() {
+        return None;
+    }
+    Some(project::first_sentences(line, max))
+}
+
+fn excerpt(text: &str) -> String {
+    text.chars().take(EXCERPT_CHARS).collect()
+}
+
+/// Asks one small question and streams the answer's tokens as partials,
+/// after a `label: ` and before a line end, so the stream reads as one
+/// answer per line. A broken answer is an error, never a short one.
+async fn ask(
+    ctx: &RunContext,
+    client: &ChatClient,
+    label: &str,
+    request: ChatRequest,
+    usage: &mut ModelUse,
+) -> Result<Result<String, LlmError>, RunError> {
+    let say = |text: String| Partial {
+        content: vec![Content::text(text)],
+        items: Vec::new(),
+        group: Some(TOKENS.into()),
+    };
+    usage.calls += 1;
+    let mut stream = match client.start(&request).await {
+        Ok(stream) => stream,
+        Err(error) => return Ok(Err(error)),
+    };
+    if let Some(after) = stream.first_token_after() {
+        usage.first_token_ms.push(after.as_millis() as u64);
+    }
+    ctx.emit(say(format!("{label}: "))).await.map_err(stopped)?;
+    let mut answer = String::new();
+    let ended = loop {
+        match stream.next().await {
+            Ok(Some(token)) => {
+                usage.tokens += 1;
+                answer.push_str(&token);
+                ctx.emit(say(token)).await.map_err(stopped)?;
+            }
+            Ok(None) => break Ok(answer),
+            Err(error) => break Err(error),
+        }
+    };
+    ctx.emit(say("\n".into())).await.map_err(stopped)?;
+    if ended.is_ok() {
+        usage.answered += 1;
+    }
+    Ok(ended)
+}
+
+fn summary_request(name: &str, files: &[File]) -> ChatRequest {
+    let mut material = String::new();
+    for file in files.iter().take(3) {
+        material.push_str(&format!("--- {} ---\n{}\n", file.path, excerpt(&file.text)));
+    }
+    ChatRequest {
+        messages: vec![
+            Message::system(
+                "You describe software projects in one plain sentence, without markdown.",
+            ),
+            Message::user(format!(
+                "Project: {name}\n\n{material}\nIn one sentence: what is {name}, and what is it for?"
+            )),
+        ],
+        max_tokens: 80,
+        temperature: 0.0,
+    }
+}
+
+fn note_request(name: &str, file: &File) -> ChatRequest {
+    ChatRequest {
+        messages: vec![
+            Message::system(
+                "You describe files of a software project in one short plain phrase, without markdown.",
+            ),
+            Message::user(format!(
+                "Project: {name}\nFile: {}\n\n{}\n\nIn one short phrase: what does a reader find in {}?",
+                file.path,
+                excerpt(&file.text),
+                file.path
+            )),
+        ],
+        max_tokens: 48,
+        temperature: 0.0,
+    }
+}
+
+/// Runs one generation.
+pub(crate) async fn run(
+    client: Option<&ChatClient>,
+    ctx: &RunContext,
+    call: Generate,
+) -> Result<Completed, RunError> {
+    let tool_error = |message: String| RunError::new(FailureCode::ToolError, message);
+    let checkout = source::open(&call.source)
+        .await
+        .map_err(|error| tool_error(error.to_string()))?;
+    let root = checkout.root.clone();
+    let limits = call.limits;
+    let gathered = tokio::task::spawn_blocking(move || gather::gather(&root, limits))
+        .await
+        .map_err(|error| RunError::new(FailureCode::Internal, format!("gathering files: {error}")))?
+        .map_err(|error| tool_error(error.to_string()))?;
+    let files = gathered.files;
+    if files.is_empty() {
+        return Err(tool_error(format!(
+            "{} has no README, docs, manifests or examples to describe (walked {} entries)",
+            call.source, gathered.walked
+        )));
+    }
+
+    let name = call
+        .name
+        .clone()
+        .unwrap_or_else(|| project::name(&files, &checkout.dir_name));
+    let mut usage = ModelUse::default();
+    let client = match (client, call.use_model) {
+        (None, _) => {
+            usage.unused =
+                Some("no model is configured (weir serve --llm-endpoint URL --llm-model M)".into());
+            None
+        }
+        (Some(_), false) => {
+            usage.unused = Some("use_model is false".into());
+            None
+        }
+        (Some(client), true) => Some(client),
+    };
+    // Sections in a fixed order; a link per file.
+    let mut sections: Vec<(&'static str, Vec<Linked>)> = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        let section = project::section_of(file.kind);
+        let link = Link {
+            title: project::title(file),
+            url: match &call.base_url {
+                Some(base) => format!("{base}{}", file.path),
+                None => file.path.clone(),
+            },
+            note: Some(project::note(file)),
+        };
+        match sections.iter_mut().find(|(name, _)| *name == section) {
+            Some((_, links)) => links.push((index, link, Origin::Repository)),
+            None => sections.push((section, vec![(index, link, Origin::Repository)])),
+        }
+    }
+    let total = 3 + sections.len() as u64;
+    ctx.emit(Meta {
+        total: None,
+        backends: vec![if client.is_some() { "model".into() } else { "repository".into() }],
+        info: json!({
+            "source": call.source,
+            "cloned": checkout.cloned,
+            "model": client.map(|client| json!({"endpoint": client.url(), "model": client.config().model})),
+        }),
+        ..Meta::default()
+    })
+    .await
+    .map_err(stopped)?;
+    ctx.milestone(
+        Milestone::new("gathered")
+            .message(format!(
+                "{} files of {} entries ({} left out by the limits{})",
+                files.len(),
+                gathered.walked,
+                gathered.left_out,
+                if gathered.walk_capped {
+                    "; the walk stopped early: a vast tree"
+                } else {
+                    ""
+                }
+            ))
+            .progress(1, total),
+    )
+    .await
+    .map_err(stopped)?;
+
+    // Turns a failed call into a warning; stops using the model once its
+    // breaker refuses.
+    async fn failed(
+        ctx: &RunContext,
+        usage: &mut ModelUse,
+        what: &str,
+        error: LlmError,
+    ) -> Result<(), RunError> {
+        let partial = error.tokens_before() > 0;
+        let message = format!(
+            "the model gave no {what}{}: {error}; the repository's own text is used instead",
+            if partial {
+                " (its answer broke off)"
+            } else {
+                ""
+            }
+        );
+        if matches!(error, LlmError::BreakerOpen { .. }) {
+            usage.unused.get_or_insert_with(|| error.to_string());
+        }
+        usage.failures.push(message.clone());
+        ctx.emit(Warning { message }).await.map_err(stopped)
+    }
+
+    let mut summary = (project::summary(&files, &name), Origin::Repository);
+    if let Some(client) = client {
+        match ask(
+            ctx,
+            client,
+            "summary",
+            summary_request(&name, &files),
+            &mut usage,
+        )
+        .await?
+        {
+            Ok(answer) => match clean(&answer, 300) {
+                Some(text) => summary = (text, Origin::Model),
+                None => usage.failures.push("the model's summary was empty".into()),
+            },
+            Err(error) => failed(ctx, &mut usage, "summary", error).await?,
+        }
+    }
+    ctx.milestone(
+        Milestone::new("summarized")
+            .message(summary.0.clone())
+            .done(2),
+    )
+    .await
+    .map_err(stopped)?;
+
+    let count = sections.len();
+    let mut described = 0;
+    for (k, (section, links)) in sections.iter_mut().enumerate() {
+        for (index, link, origin) in links.iter_mut() {
+            let wanted =
+                client.filter(|_| described < call.max_model_links && usage.unused.is_none());
+            let Some(client) = wanted else { continue };
+            described += 1;
+            let file = &files[*index];
+            match ask(
+                ctx,
+                client,
+                &file.path,
+                note_request(&name, file),
+                &mut usage,
+            )
+            .await?
+            {
+                Ok(answer) => {
+                    if let Some(note) = clean(&answer, 160) {
+                        link.note = Some(note);
+                        *origin = Origin::Model;
+                    }
+                }
+                Err(error) => {
+                    failed(ctx, &mut usage, &format!("note for {}", file.path), error).await?
+                }
+            }
+        }
+        ctx.milestone(
+            Milestone::new("section")
+                .message(format!(
+                    "section {}/{count}: {section} ({} links)",
+                    k + 1,
+                    links.len()
+                ))
+                .done(3 + k as u64),
+        )
+        .await
+        .map_err(stopped)?;
+    }
+
+    let from_model = usage.answered > 0;
+    let all_model = summary.1 == Origin::Model
+        && sections
+            .iter()
+            .all(|(_, links)| links.iter().all(|(_, _, origin)| *origin == Origin::Model));
+    let mode = match (from_model, all_model) {
+        (false, _) => "fallback",
+        (true, true) => "model",
+        (true, false) => "mixed",
+    };
+    let mut info = vec![format!(
+        "Generated by weir's llmstxt_generate from {} files of {}.",
+        files.len(),
+        checkout.dir_name
+    )];
+    if mode == "fallback" {
+        let why = usage
+            .unused
+            .clone()
+            .unwrap_or_else(|| "the model did not answer".into());
+        info.push(format!(
+            "<!-- Generated via fallback path (no model): {why}. -->"
+        ));
+    }
+    let doc = LlmsTxt {
+        title: name.clone(),
+        summary: Some(summary.0.clone()),
+        info,
+        sections: sections
+            .iter()
+            .map(|(section, links)| Section {
+                name: (*section).into(),
+                links: links.iter().map(|(_, link, _)| link.clone()).collect(),
+            })
+            .collect(),
+    }
+    .normalized();
+    let llms_txt = doc.render();
+    let checked = spec::validate(&llms_txt);
+    if !checked.valid {
+        return Err(RunError::new(
+            FailureCode::Internal,
+            format!(
+                "the generated llms.txt does not validate: {:?}",
+                checked.errors
+            ),
+        ));
+    }
+    // The links as normalized, to find each file's text by its URL.
+    let mut by_url = BTreeMap::new();
+    for ((_, links), section) in sections.iter().zip(&doc.sections) {
+        for ((index, _, _), link) in links.iter().zip(&section.links) {
+            by_url.insert(link.url.clone(), &files[*index]);
+        }
+    }
+    let documents = ByUrl(by_url);
+    let full = formats::full(&doc, &documents);
+    let ctx_text = formats::ctx(&doc, &documents);
+    let structured_sections: Vec<Value> = sections
+        .iter()
+        .zip(&doc.sections)
+        .map(|((_, links), section)| {
+            json!({
+                "title": section.name,
+                "links": links.iter().zip(&section.links).map(|((index, _, origin), link)| json!({
+                    "title": link.title,
+                    "url": link.url,
+                    "note": link.note,
+                    "note_from": origin.name(),
+                    "path": files[*index].path,
+                    "bytes": files[*index].bytes,
+                    "truncated": files[*index].truncated,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let model = json!({
+        "endpoint": client.map(ChatClient::url),
+        "model": client.map(|client| client.config().model.clone()),
+        "calls": usage.calls,
+        "answered": usage.answered,
+        "tokens": usage.tokens,
+        "first_token_ms": usage.first_token_ms,
+        "unused": usage.unused,
+        "failures": usage.failures,
+    });
+    let llms_json = json!({
+        "project": {"name": doc.title, "summary": doc.summary, "summary_from": summary.1.name()},
+        "mode": mode,
+        "source": call.source,
+        "sections": structured_sections,
+        "model": model,
+    });
+
+    let mut artifacts = Vec::new();
+    for (artifact, mime, data) in [
+        ("llms.txt", "text/markdown", llms_txt.clone().into_bytes()),
+        ("llms-full.txt", "text/markdown", full.into_bytes()),
+        ("llms-ctx.txt", "application/xml", ctx_text.into_bytes()),
+        (
+            "llms.json",
+            "application/json",
+            serde_json::to_vec_pretty(&llms_json).expect("JSON values serialize"),
+        ),
+    ] {
+        let stored = ctx.artifact(artifact, mime, data).await.map_err(stopped)?;
+        artifacts.push(json!({"name": stored.name, "uri": stored.uri, "mime": stored.mime, "bytes": stored.bytes}));
+    }
+    ctx.milestone(
+        Milestone::new("written")
+            .message("llms.txt, llms-full.txt, llms-ctx.txt, llms.json")
+            .done(total),
+    )
+    .await
+    .map_err(stopped)?;
+
+    let how = match mode {
+        "fallback" => format!(
+            "fallback, from the repository alone: {}",
+            usage
+                .unused
+                .as_deref()
+                .unwrap_or("the model did not answer")
+        ),
+        "mixed" => format!(
+            "with the model, and the repository's own text where it did not answer ({} failures)",
+            usage.failures.len()
+        ),
+        _ => "with the model".into(),
+    };
+    let text = format!(
+        "{llms_txt}\n---\nllms.txt for {name} ({how}); {} files, {} left out by the limits. Artifacts: {} (read them with runs_artifact or as resources).",
+        files.len(),
+        gathered.left_out,
+        artifacts
+            .iter()
+            .map(|a| format!(
+                "{} ({} bytes)",
+                a["name"].as_str().unwrap_or_default(),
+                a["bytes"]
+            ))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    Ok(Completed {
+        content: vec![Content::text(text)],
+        structured: Some(json!({
+            "name": doc.title,
+            "summary": doc.summary,
+            "mode": mode,
+            "llms_txt": llms_txt,
+            "warnings": checked.warnings.iter().map(|w| w.message.clone()).collect::<Vec<_>>(),
+            "files": files.len(),
+            "left_out": gathered.left_out,
+            "sections": structured_sections,
+            "artifacts": artifacts,
+            "model": model,
+        })),
+    })
+}
+
+/// How long a generation may take at most: the scheduler's backstop.
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_cleaned_to_one_safe_line() {
+        assert_eq!(
+            clean("  \"# A tool\nfor things.\" ", 100).as_deref(),
+            Some("A tool for things.")
+        );
+        assert_eq!(clean("> - `x`", 100).as_deref(), Some("x"));
+        assert_eq!(clean(" \n ", 100), None);
+        assert!(
+            clean(&"long words ".repeat(50), 60)
+                .unwrap()
+                .chars()
+                .count()
+                <= 61
+        );
+    }
+}

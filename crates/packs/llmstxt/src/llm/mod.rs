@@ -1,0 +1,224 @@
+//! A streaming client for OpenAI-compatible chat completions: no MCP, no
+//! runs, just a prompt in and tokens out.
+//!
+//! [`ChatClient::start`] sends `POST {endpoint}/chat/completions` with
+//! `stream: true` and returns once the first token has arrived (or the
+//! answer ended empty); [`ChatStream::next`] then hands out the rest. What
+//! servers do, and what it does about it:
+//!
+//! | the server | the client |
+//! |---|---|
+//! | never sends `data: [DONE]` | a clean end of the body ends the answer ([`Ending::EndOfBody`]) |
+//! | sends `finish_reason` late (own chunk, after usage) or never | reads on to `[DONE]` or the end; the reason is advisory ([`ChatStream::finish_reason`]); after a reason, silence for the idle timeout also ends the answer |
+//! | drops the connection mid-answer | [`LlmError::Dropped`] with the count of tokens already handed out: never a silently short answer |
+//! | sends `: keep-alive` comments | skipped |
+//! | answers 5xx/429, refuses, or is slow before the first token | retried with doubling backoff, only before the first token ([`ChatConfig::retries`]) |
+//! | is slow | timeouts: connect, first token (per attempt), idle between tokens |
+//! | keeps failing | a circuit breaker per client (one endpoint), weir-core's [`CircuitBreaker`](weir_core::CircuitBreaker): refused calls fail at once with [`LlmError::BreakerOpen`] |
+//! | ignores `stream: true` | the whole JSON completion is read as one token |
+//!
+//! Dropping a [`ChatStream`] (or the future of `start`) closes its
+//! connection: an HTTP/1 body not read to its end cannot go back to the
+//! pool, so the server sees the client go and can stop generating.
+
+mod chunk;
+mod client;
+mod sse;
+mod stream;
+
+use std::time::Duration;
+
+use serde::Serialize;
+use weir_core::BreakerConfig;
+
+pub use client::ChatClient;
+pub use stream::{ChatStream, Ending};
+
+/// Where the model is and how patient to be with it.
+#[derive(Clone, Debug)]
+pub struct ChatConfig {
+    /// The API's base URL, e.g. `http://127.0.0.1:8080/v1` (requests go to
+    /// `{endpoint}/chat/completions`); a URL that already ends in
+    /// `/chat/completions` is used as it is.
+    pub endpoint: String,
+    /// The model to ask for.
+    pub model: String,
+    /// Sent as `Authorization: Bearer …` when set.
+    pub api_key: Option<String>,
+    /// Time to open the TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// Time from sending the request to the first token, per attempt.
+    pub first_token_timeout: Duration,
+    /// Most time between two tokens.
+    pub idle_timeout: Duration,
+    /// Attempts after the first, made only before any token arrived.
+    pub retries: u32,
+    /// The wait before the first retry; doubled for each next one.
+    pub backoff: Duration,
+    /// When the endpoint's breaker opens, and for how long.
+    pub breaker: BreakerConfig,
+}
+
+impl ChatConfig {
+    /// A configuration with the defaults: connect 5 s, first token 60 s
+    /// (a small local model on two cores reads a prompt in a second or two;
+    /// a busy shared one may queue), idle 30 s, 2 retries from 250 ms, a
+    /// breaker that opens after 3 failed calls in a row for 30 s.
+    pub fn new(endpoint: impl Into<String>, model: impl Into<String>) -> ChatConfig {
+        ChatConfig {
+            endpoint: endpoint.into(),
+            model: model.into(),
+            api_key: None,
+            connect_timeout: Duration::from_secs(5),
+            first_token_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(30),
+            retries: 2,
+            backoff: Duration::from_millis(250),
+            breaker: BreakerConfig {
+                failure_threshold: 3,
+                cooldown_ms: 30_000,
+            },
+        }
+    }
+}
+
+/// One chat message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: &'static str,
+    /// The text.
+    pub content: String,
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Message {
+        Message {
+            role: "system",
+            content: content.into(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Message {
+        Message {
+            role: "user",
+            content: content.into(),
+        }
+    }
+}
+
+/// What to ask.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRequest {
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Most tokens of the answer.
+    pub max_tokens: u32,
+    /// Sampling temperature (0 for the most likely answer).
+    pub temperature: f32,
+}
+
+/// Why a chat did not give its whole answer. Each says what happened and,
+/// where it helps, what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    /// The endpoint failed too often lately; calls are refused for a while.
+    #[error(
+        "the model endpoint failed {failures} times in a row; its circuit breaker refuses calls for another {retry_in_ms} ms"
+    )]
+    BreakerOpen {
+        /// Failed calls in a row.
+        failures: u32,
+        /// When a call will be tried again.
+        retry_in_ms: u64,
+    },
+    /// The endpoint URL is not one the client can call.
+    #[error("the model endpoint {endpoint:?} is not a usable URL: {reason}")]
+    BadEndpoint {
+        /// The URL given.
+        endpoint: String,
+        /// Why not.
+        reason: String,
+    },
+    /// No connection, or the request could not be sent.
+    #[error(
+        "could not reach the model endpoint {endpoint}: {reason} (is the server running? check --llm-endpoint)"
+    )]
+    Unreachable {
+        /// Where.
+        endpoint: String,
+        /// What the connection said.
+        reason: String,
+    },
+    /// An HTTP error status.
+    #[error("the model endpoint answered HTTP {status}: {body}")]
+    Status {
+        /// The status code.
+        status: u16,
+        /// The start of the body, which usually says why.
+        body: String,
+    },
+    /// No token within the first-token timeout, on every attempt.
+    #[error("the model sent no token within {0:?} of the request")]
+    FirstTokenTimeout(Duration),
+    /// The answer started, then went quiet.
+    #[error(
+        "the model's answer stalled: no token for {idle:?} after {tokens} tokens (the answer so far is incomplete)"
+    )]
+    Stalled {
+        /// The idle timeout.
+        idle: Duration,
+        /// Tokens handed out before it stalled.
+        tokens: u64,
+    },
+    /// The connection broke in the middle of the answer.
+    #[error(
+        "the connection to the model dropped after {tokens} tokens: {reason} (the answer so far is incomplete)"
+    )]
+    Dropped {
+        /// Tokens handed out before it dropped.
+        tokens: u64,
+        /// What the connection said.
+        reason: String,
+    },
+    /// The server said so in the stream.
+    #[error("the model endpoint reported an error after {tokens} tokens: {message}")]
+    Server {
+        /// Tokens handed out before it.
+        tokens: u64,
+        /// Its message.
+        message: String,
+    },
+    /// The stream was not a chat completion stream.
+    #[error("the model endpoint sent something that is not a chat completion: {0}")]
+    Unreadable(String),
+}
+
+impl LlmError {
+    /// Whether another attempt may do better: failures of the connection
+    /// or the server before anything was handed out.
+    fn retryable(&self) -> bool {
+        match self {
+            LlmError::Unreachable { .. } | LlmError::FirstTokenTimeout(_) => true,
+            LlmError::Status { status, .. } => *status >= 500 || *status == 429 || *status == 408,
+            LlmError::Dropped { tokens, .. } | LlmError::Server { tokens, .. } => *tokens == 0,
+            LlmError::BreakerOpen { .. }
+            | LlmError::BadEndpoint { .. }
+            | LlmError::Stalled { .. }
+            | LlmError::Unreadable(_) => false,
+        }
+    }
+
+    /// Tokens handed out before the error: more than 0 means the caller
+    /// holds an incomplete answer.
+    pub fn tokens_before(&self) -> u64 {
+        match self {
+            LlmError::Stalled { tokens, .. }
+            | LlmError::Dropped { tokens, .. }
+            | LlmError::Server { tokens, .. } => *tokens,
+            _ => 0,
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The pack's two tools, as the runtime sees them.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use weir_core::{Completed, Content, FailureCode, RunError};
+use weir_runtime::{RunContext, Tool, ToolInfo};
+
+use crate::args::{self, Format, Subject};
+use crate::llm::ChatClient;
+use crate::spec::{self, Finding};
+use crate::{formats, generate};
+
+/// `llmstxt_generate`.
+pub(crate) struct GenerateTool(pub(crate) Option<Arc<ChatClient>>);
+/// `llmstxt_validate`.
+pub(crate) struct ValidateTool;
+
+fn findings_schema() -> Value {
+    json!({"type": "array", "items": {"type": "object", "properties": {
+        "line": {"type": "integer", "minimum": 0, "description": "1-based; 0 for the file as a whole."},
+        "message": {"type": "string"}
+    }, "required": ["line", "message"]}})
+}
+
+#[async_trait]
+impl Tool for GenerateTool {
+    fn info(&self) -> ToolInfo {
+        let model = match &self.0 {
+            Some(client) => format!(
+                "The summary and each link's note come from the model {} at {}, one small prompt each, its tokens streamed as partial results (group \"model\") as they arrive; where it does not answer (no endpoint, its circuit breaker open, an answer that broke off) the repository's own text is used and the result says so.",
+                client.config().model,
+                client.url()
+            ),
+            None => "No model is configured on this server (weir serve --llm-endpoint URL --llm-model M): every result is the deterministic fallback, from the repository alone, marked as such.".into(),
+        };
+        let mut info = ToolInfo::new(
+            "llmstxt_generate",
+            format!(
+                "Writes llms.txt (the llmstxt.org spec: H1, summary, file-list sections, Optional), llms-full.txt (every linked file in full), llms-ctx.txt (XML context without Optional) and llms.json (the structured form) for a repository: a directory on the server's machine or a git URL, cloned shallowly. Gathers README, docs, manifests and examples as git sees the tree (.gitignore-aware, size-capped). {model} Progress milestones: gathered, summarized, section k/n, written. The files are artifacts of the run (runs_artifact, or weir://runs/{{run_id}}/artifacts/{{name}})."
+            ),
+            args::generate_schema(),
+        );
+        let string = json!({"type": "string"});
+        info.output_schema = Some(json!({
+            "type": "object",
+            "properties": {
+                "name": string,
+                "summary": string,
+                "mode": {"type": "string", "enum": ["model", "mixed", "fallback"], "description": "model: every note and the summary from the model; fallback: none (from the repository alone); mixed: some."},
+                "llms_txt": {"type": "string", "description": "The llms.txt written."},
+                "warnings": {"type": "array", "items": string, "description": "What the validator noted (the file is valid)."},
+                "files": {"type": "integer", "minimum": 0},
+                "left_out": {"type": "integer", "minimum": 0, "description": "Files the limits left out."},
+                "sections": {"type": "array", "items": {"type": "object"}},
+                "artifacts": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": string, "uri": string, "mime": string, "bytes": {"type": "integer"}
+                }, "required": ["name", "uri", "mime", "bytes"]}},
+                "model": {"type": "object", "description": "What the model did: calls, answers, tokens, time to first token per call, failures, or why it was not used."},
+            },
+            "required": ["name", "summary", "mode", "llms_txt", "warnings", "files", "left_out", "sections", "artifacts", "model"],
+        }));
+        info.streams = true;
+        info.timeout = Some(generate::TIMEOUT);
+        // Each run reads a tree and may hold a model for minutes.
+        info.max_concurrent = Some(4);
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
+        let call = args::generate(arguments)?;
+        generate::run(self.0.as_deref(), &ctx, call).await
+    }
+}
+
+#[async_trait]
+impl Tool for ValidateTool {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "llmstxt_validate",
+            "Checks an llms.txt against the llmstxt.org spec (an H1 first; a blockquote summary; no headings before the sections; sections of `- [name](url): notes` items only, as the reference parser requires), or an llms-full.txt / llms-ctx.txt against the forms llmstxt_generate writes. Give text, or the path of a file on the server. Errors and warnings come with their line.",
+            args::validate_schema(),
+        );
+        info.output_schema = Some(json!({
+            "type": "object",
+            "properties": {
+                "valid": {"type": "boolean"},
+                "format": {"type": "string"},
+                "errors": findings_schema(),
+                "warnings": findings_schema(),
+                "document": {"type": "object", "description": "An llms.txt as read: title, summary, info, sections of links."},
+            },
+            "required": ["valid", "format", "errors", "warnings"],
+        }));
+        info
+    }
+
+    async fn run(&self, _ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
+        let (subject, format) = args::validate(arguments)?;
+        let text = match subject {
+            Subject::Text(text) => text,
+            Subject::Path(path) => read(&path).await?,
+        };
+        let (errors, warnings, document) = match format {
+            Format::LlmsTxt => {
+                let checked = spec::validate(&text);
+                (checked.errors, checked.warnings, Some(checked.document))
+            }
+            Format::Full => (formats::check_full(&text), Vec::new(), None),
+            Format::Ctx => (formats::check_ctx(&text), Vec::new(), None),
+        };
+        let valid = errors.is_empty();
+        let list = |findings: &[Finding]| {
+            findings
+                .iter()
+                .map(|f| format!("\n  line {}: {}", f.line, f.message))
+                .collect::<String>()
+        };
+        let text = match valid {
+            true => format!(
+                "valid {}{}",
+                format.name(),
+                if warnings.is_empty() {
+                    String::new()
+                } else {
+                    format!("; warnings:{}", list(&warnings))
+                }
+            ),
+            false => format!(
+                "invalid {}:{}{}",
+                format.name(),
+                list(&errors),
+                if warnings.is_empty() {
+                    String::new()
+                } else {
+                    format!("\nwarnings:{}", list(&warnings))
+                }
+            ),
+        };
+        let mut structured = json!({"valid": valid, "format": format.name(), "errors": errors, "warnings": warnings});
+        if let Some(document) = document {
+            structured["document"] = json!(document);
+        }
+        Ok(Completed {
+            content: vec![Content::text(text)],
+            structured: Some(structured),
+        })
+    }
+}
+
+/// A file's text, bounded.
+async fn read(path: &str) -> Result<String, RunError> {
+    let refused = |message: String| RunError::new(FailureCode::ToolError, message);
+    let meta = tokio::fs::metadata(path)
+        .await
+        .map_err(|error| refused(format!("cannot read {path}: {error}")))?;
+    if !meta.is_file() {
+        return Err(refused(format!("{path} is not a file")));
+    }
+    if meta.len() > args::MAX_VALIDATE_BYTES as u64 {
+        return Err(refused(format!(
+            "{path} is {} bytes; at most {} are checked",
+            meta.len(),
+            args::MAX_VALIDATE_BYTES
+        )));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|error| refused(format!("cannot read {path}: {error}")))?;
+    String::from_utf8(bytes).map_err(|_| refused(format!("{path} is not UTF-8 text")))
+}

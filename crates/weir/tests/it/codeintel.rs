@@ -1,0 +1,260 @@
+//! The code intelligence tools end to end: `weir index` with its report,
+//! and `weir serve --stdio` driven by weir's own MCP client (`weir call`),
+//! on the pack's polyglot fixture (copied, so the test may edit it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+
+struct Repo {
+    dir: tempfile::TempDir,
+    repo: PathBuf,
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+impl Repo {
+    fn polyglot() -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("polyglot");
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../packs/codeintel/tests/data/polyglot");
+        copy_tree(&fixture, &repo);
+        Repo { dir, repo }
+    }
+
+    fn data_dir(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    fn path(&self) -> String {
+        self.repo.display().to_string()
+    }
+
+    fn weir(&self, args: &[&str]) -> Output {
+        Command::new(WEIR)
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(args)
+            .stdin(Stdio::null())
+            .env_remove("WEIR_TOKEN")
+            .output()
+            .unwrap()
+    }
+
+    /// `weir call` of `tool` on a `weir serve --stdio` of this data
+    /// directory, as JSON lines.
+    fn call(&self, tool: &str, args: Value) -> (Option<i32>, Vec<Value>) {
+        let server = format!(
+            "{WEIR} --data-dir {} serve --stdio --no-exec --no-critique",
+            self.data_dir()
+        );
+        let output = self.weir(&[
+            "call",
+            "--stdio",
+            &server,
+            tool,
+            "--json",
+            &args.to_string(),
+            "--output",
+            "jsonl",
+        ]);
+        let lines = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect();
+        (output.status.code(), lines)
+    }
+}
+
+/// The items of the partial results, in order.
+fn items(lines: &[Value]) -> Vec<Value> {
+    lines
+        .iter()
+        .filter(|line| line["type"] == "partial")
+        .flat_map(|line| {
+            line["structured"]["items"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn result(lines: &[Value]) -> &Value {
+    let last = lines.last().expect("a result");
+    assert_eq!(last["type"], "result", "{last}");
+    last
+}
+
+#[test]
+fn weir_index_reports_and_reindexes_only_what_changed() {
+    let repo = Repo::polyglot();
+    let first = repo.weir(&["index", &repo.path(), "--json"]);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let report: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(report["files"], 6);
+    assert_eq!(report["parsed"], 6);
+    assert!(
+        Path::new(report["index"].as_str().unwrap())
+            .starts_with(repo.dir.path().join("data/codeintel"))
+    );
+
+    std::fs::write(
+        repo.repo.join("py/extra.py"),
+        "def perimeter(r):\n    return area(r) * 2\n",
+    )
+    .unwrap();
+    let second = repo.weir(&["index", &repo.path()]);
+    assert_eq!(second.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&second.stdout);
+    assert!(
+        said.contains("7 files") && said.contains("1 parsed, 6 unchanged"),
+        "{said}"
+    );
+
+    let missing = repo.weir(&["index", "/nonexistent/repo"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("cannot open the repository /nonexistent/repo")
+    );
+}
+
+#[test]
+fn find_references_streams_grouped_chunks_then_a_summary() {
+    let repo = Repo::polyglot();
+    let (code, lines) = repo.call(
+        "find_references",
+        json!({"repo": repo.path(), "symbol": "area"}),
+    );
+    assert_eq!(code, Some(0), "{lines:?}");
+    let places: Vec<String> = items(&lines)
+        .iter()
+        .map(|item| {
+            format!(
+                "{}:{} {}",
+                item["location"]["fileId"].as_str().unwrap(),
+                item["location"]["startLine"],
+                item["kind"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [
+            "py/geometry.py:11 definition",
+            "src/shapes.rs:8 definition",
+            "web/app.js:10 definition",
+            "web/types.ts:2 definition",
+            "py/geometry.py:17 call",
+            "src/shapes.rs:7 mention",
+            "src/shapes.rs:18 call",
+            "tests/test_geometry.py:5 call",
+            "web/app.js:1 mention",
+            "web/app.js:3 mention",
+            "web/app.js:3 call",
+        ]
+    );
+    let result = result(&lines);
+    let summary = &result["structured"];
+    assert_eq!(summary["totalCount"], 11);
+    assert_eq!(summary["nextCursor"], Value::Null);
+    assert_eq!(summary["provenance"]["completeness"], "syntactic");
+    // The payload is in the content too, for hosts that show only that.
+    let texts: Vec<&str> = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("find_references \"area\": 11 items")),
+        "{texts:?}"
+    );
+    let echoed: Value =
+        serde_json::from_str(texts.iter().find(|t| t.starts_with('{')).unwrap()).unwrap();
+    assert_eq!(&echoed, summary);
+}
+
+#[test]
+fn search_and_architecture_answer_through_the_server() {
+    let repo = Repo::polyglot();
+    let (code, lines) = repo.call(
+        "search_symbols",
+        json!({"repo": repo.path(), "query": "Circle"}),
+    );
+    assert_eq!(code, Some(0), "{lines:?}");
+    let found = items(&lines);
+    assert_eq!(found[0]["stableId"], "src/shapes.rs:2:Circle");
+    assert_eq!(found[0]["docs"], "A circle of radius `r`.");
+
+    let (code, lines) = repo.call(
+        "get_architecture",
+        json!({"repo": repo.path(), "granularity": "file"}),
+    );
+    assert_eq!(code, Some(0), "{lines:?}");
+    let summary = &result(&lines)["structured"];
+    assert_eq!(
+        summary["dependencyGraph"],
+        json!([{"from": "web/types.ts", "to": "web/app.js", "kind": "reference", "strength": 1}])
+    );
+    assert!(summary["mermaid"].as_str().unwrap().contains("-->|1|"));
+}
+
+#[test]
+fn a_call_that_runs_out_of_time_is_cancelled_on_the_server() {
+    let repo = Repo::polyglot();
+    // Enough files that indexing takes longer than the call allows.
+    let body: String = (0..200)
+        .map(|i| format!("fn f{i}() {{ g{i}() }}\n"))
+        .collect();
+    for i in 0..800 {
+        std::fs::write(repo.repo.join(format!("src/m{i}.rs")), &body).unwrap();
+    }
+    let started = Instant::now();
+    let server = format!(
+        "{WEIR} --data-dir {} serve --stdio --no-exec --no-critique",
+        repo.data_dir()
+    );
+    let output = repo.weir(&[
+        "call",
+        "--stdio",
+        &server,
+        "index_repo",
+        &format!("path={}", repo.path()),
+        "--timeout",
+        "1",
+        "--output",
+        "jsonl",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}

@@ -1,0 +1,271 @@
+//! llmstxt_generate through the real binary: `weir serve --http` with the
+//! real small model (SmolLM2-135M, run by node-llama-cpp behind the
+//! OpenAI-compatible server of crates/testkit/llm-server, installed by
+//! scripts/llm-model), called with `weir call`: the model's tokens arrive
+//! as partial results before the result, and the three files it writes are
+//! valid by llmstxt_validate. Without an endpoint: a valid, marked
+//! fallback. The model is too weak to judge its prose; the stream and the
+//! files' validity are what is checked.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+
+/// A process killed on drop.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` and returns it with the first stdout or stderr line
+/// containing `marker`'s word starting with `http://`.
+fn start_until_url(mut command: Command, marker: &str, from_stderr: bool) -> (Killed, String) {
+    if from_stderr {
+        command.stderr(Stdio::piped()).stdout(Stdio::null());
+    } else {
+        command.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    }
+    let mut child = command.stdin(Stdio::null()).spawn().unwrap();
+    let stream: Box<dyn std::io::Read + Send> = if from_stderr {
+        Box::new(child.stderr.take().unwrap())
+    } else {
+        Box::new(child.stdout.take().unwrap())
+    };
+    let (sender, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            let _ = sender.send(line);
+        }
+    });
+    let child = Killed(child);
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("no {marker:?} line within 120 s"));
+        if line.contains(marker) {
+            let url = line
+                .split_whitespace()
+                .find(|w| w.starts_with("http://"))
+                .unwrap();
+            // Keep draining, so the process never blocks on a full pipe.
+            std::thread::spawn(move || lines.iter().for_each(drop));
+            return (child, url.to_owned());
+        }
+    }
+}
+
+/// The real model's server on a free port.
+fn model_server() -> (Killed, String) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/llm-model");
+    let output = Command::new(script).output().unwrap();
+    assert!(
+        output.status.success(),
+        "scripts/llm-model: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let dir = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    let mut node = Command::new("node");
+    node.arg(dir.join("server.mjs"))
+        .args(["--model"])
+        .arg(dir.join("model.gguf"))
+        .args(["--port", "0", "--threads", "2"]);
+    start_until_url(node, "listening", false)
+}
+
+/// `weir serve --http` in memory, with `extra` arguments.
+fn weir_server(extra: &[&str]) -> (Killed, String) {
+    let mut command = Command::new(WEIR);
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--memory", "--no-exec"])
+        .args(extra)
+        .env_remove("WEIR_TOKEN")
+        .env_remove("WEIR_LLM_ENDPOINT")
+        .env_remove("WEIR_LLM_MODEL");
+    start_until_url(command, "serving MCP at", true)
+}
+
+/// A small repository to describe.
+fn fixture(dir: &Path) {
+    for (path, text) in [
+        (
+            "README.md",
+            "# Tally\n\nTally counts words in text files and prints the totals.\n",
+        ),
+        (
+            "docs/usage.md",
+            "# Usage\n\nRun `tally FILE` to count the words of FILE.\n",
+        ),
+        (
+            "Cargo.toml",
+            "[package]\nname = \"tally\"\ndescription = \"Counts words.\"\n",
+        ),
+        ("LICENSE", "MIT License\n"),
+    ] {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// `weir call --url URL --output jsonl …`: every line, with when it was read.
+fn call(url: &str, args: &[&str]) -> Vec<(Instant, Value)> {
+    let mut child = Command::new(WEIR)
+        .args(["call", "--url", url, "--output", "jsonl"])
+        .args(args)
+        .env_remove("WEIR_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let lines: Vec<(Instant, Value)> = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|line| {
+            (
+                Instant::now(),
+                serde_json::from_str(&line.unwrap()).unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        child.wait().unwrap().success(),
+        "weir call {args:?}: {lines:?}"
+    );
+    lines
+}
+
+fn result(lines: &[(Instant, Value)]) -> &Value {
+    let (_, last) = lines.last().unwrap();
+    assert_eq!(last["type"], "result", "{last}");
+    assert_eq!(last["is_error"], false, "{last}");
+    &last["structured"]
+}
+
+/// Reads each artifact of a finished generation back with runs_artifact
+/// and checks it with llmstxt_validate; returns llms.txt.
+fn check_artifacts(url: &str, generated: &Value) -> String {
+    let uri = generated["artifacts"][0]["uri"].as_str().unwrap();
+    let run_id = uri
+        .strip_prefix("weir://runs/")
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    let mut llms = String::new();
+    for name in ["llms.txt", "llms-full.txt", "llms-ctx.txt"] {
+        let read = call(
+            url,
+            &[
+                "runs_artifact",
+                &format!("run_id={run_id}"),
+                &format!("name={name}"),
+                "length=262144",
+            ],
+        );
+        let page = result(&read);
+        assert_eq!(page["done"], true);
+        let text = page["data"]["text"].as_str().unwrap().to_owned();
+        let checked = call(
+            url,
+            &[
+                "llmstxt_validate",
+                "--json",
+                &serde_json::json!({"text": text, "format": name}).to_string(),
+            ],
+        );
+        let verdict = result(&checked);
+        assert_eq!(verdict["valid"], true, "{name}: {verdict}\n{text}");
+        if name == "llms.txt" {
+            llms = text;
+        }
+    }
+    llms
+}
+
+#[test]
+fn with_the_real_model_tokens_stream_live_and_three_valid_files_are_written() {
+    let (_model, endpoint) = model_server();
+    let (_weir, url) = weir_server(&["--llm-endpoint", &endpoint, "--llm-model", "smollm2"]);
+    let repo = tempfile::tempdir().unwrap();
+    fixture(repo.path());
+    let lines = call(
+        &url,
+        &[
+            "llmstxt_generate",
+            &format!("source={}", repo.path().display()),
+            "max_model_links=2",
+        ],
+    );
+    let generated = result(&lines).clone();
+    assert_ne!(generated["mode"], "fallback", "{generated}");
+    assert!(
+        generated["model"]["tokens"].as_u64().unwrap() > 0,
+        "{generated}"
+    );
+    assert_eq!(generated["model"]["calls"], 3, "the summary and two notes");
+    // A token of the model, as a partial result, well before the result.
+    let (token_at, _) = lines
+        .iter()
+        .find(|(_, line)| {
+            line["type"] == "partial"
+                && line["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| !t.is_empty() && !t.ends_with(": "))
+        })
+        .expect("a model token arrives as a partial result");
+    let (result_at, _) = lines.last().unwrap();
+    assert!(*result_at > *token_at, "the token came before the result");
+    let progress: Vec<&str> = lines
+        .iter()
+        .filter(|(_, line)| line["type"] == "progress")
+        .filter_map(|(_, line)| line["message"].as_str())
+        .collect();
+    assert!(
+        progress.iter().any(|m| m.starts_with("gathered")),
+        "{progress:?}"
+    );
+    assert!(
+        progress.iter().any(|m| m.starts_with("written")),
+        "{progress:?}"
+    );
+    let llms = check_artifacts(&url, &generated);
+    assert!(llms.starts_with("# tally\n\n> "), "{llms}");
+    assert!(!llms.contains("fallback path"), "{llms}");
+}
+
+#[test]
+fn without_an_endpoint_a_valid_fallback_is_written_and_marked() {
+    let (_weir, url) = weir_server(&[]);
+    let repo = tempfile::tempdir().unwrap();
+    fixture(repo.path());
+    let lines = call(
+        &url,
+        &[
+            "llmstxt_generate",
+            &format!("source={}", repo.path().display()),
+        ],
+    );
+    let generated = result(&lines).clone();
+    assert_eq!(generated["mode"], "fallback");
+    assert_eq!(generated["summary"], "Counts words.");
+    let llms = check_artifacts(&url, &generated);
+    assert!(
+        llms.contains("<!-- Generated via fallback path (no model): no model is configured"),
+        "{llms}"
+    );
+    assert!(
+        llms.contains("- [Usage](docs/usage.md): Run tally FILE to count the words of FILE.\n"),
+        "{llms}"
+    );
+}
