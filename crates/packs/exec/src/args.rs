@@ -39,7 +39,7 @@ pub(crate) struct ExecuteArgs {
     #[serde(default)]
     pub(crate) env: BTreeMap<String, String>,
     #[serde(default)]
-    pub(crate) files: Vec<FileArg>,
+    pub(crate) files: Vec<Object<FileArg>>,
     #[serde(default)]
     pub(crate) output_encoding: Option<String>,
 }
@@ -52,6 +52,20 @@ pub(crate) struct FileArg {
     content: String,
     #[serde(default)]
     encoding: Option<String>,
+}
+
+/// A `T` read from a JSON object only: serde's derive would also read a
+/// struct from an array of its fields in order, which no schema here takes.
+#[derive(Debug)]
+pub(crate) struct Object<T>(T);
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let object = serde_json::Map::<String, Value>::deserialize(deserializer)?;
+        serde_json::from_value(Value::Object(object))
+            .map(Object)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// `execute_code`'s arguments, checked.
@@ -87,9 +101,11 @@ pub(crate) fn invalid(message: impl Into<String>) -> RunError {
         .with_remediation("fix the argument and call again; list_languages tells what runs here")
 }
 
-/// Parses `arguments` into `T`, with serde's message on failure.
-pub(crate) fn parse<T: for<'de> Deserialize<'de>>(arguments: Value) -> Result<T, RunError> {
-    serde_json::from_value(arguments).map_err(|error| invalid(format!("arguments: {error}")))
+/// Parses `arguments`, an object, into `T`, with serde's message on failure.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, RunError> {
+    serde_json::from_value(arguments)
+        .map(|Object(parsed)| parsed)
+        .map_err(|error| invalid(format!("arguments: {error}")))
 }
 
 impl ExecuteArgs {
@@ -157,7 +173,7 @@ impl ExecuteArgs {
         }
         let mut files = Vec::with_capacity(self.files.len());
         let mut total = 0;
-        for (i, file) in self.files.into_iter().enumerate() {
+        for (i, Object(file)) in self.files.into_iter().enumerate() {
             let path = relative_path(&file.path)
                 .ok_or_else(|| invalid(format!("files[{i}].path {:?} must be a relative path inside the run's directory, without '..'", file.path)))?;
             if path == Path::new(main_file) {
@@ -397,5 +413,19 @@ mod tests {
         assert!(loader.contains("env.LD_PRELOAD is refused"), "{loader}");
         assert!(with(json!({"output_encoding": "hex"})).contains("output_encoding"));
         assert!(with(json!({"surprise": 1})).contains("unknown field"));
+    }
+
+    #[test]
+    fn arrays_in_place_of_objects_are_refused() {
+        // serde's derive alone reads a struct from its fields in order; the
+        // schema wants objects, and so does the parser (found by fuzzing).
+        let file = check(json!({
+            "language": "python", "code": "",
+            "files": [["data.txt", "hex", null]]
+        }))
+        .unwrap_err();
+        assert!(file.contains("expected a map"), "{file}");
+        let whole = check(json!(["python", "print(1)"])).unwrap_err();
+        assert!(whole.contains("expected a map"), "{whole}");
     }
 }
