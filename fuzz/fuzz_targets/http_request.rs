@@ -376,7 +376,7 @@ fn without_port(value: &str) -> &str {
 
 /// The guard's rule (SECURITY.md): `Some(status)` when the request must be
 /// refused.
-fn refusal(token: bool, uri: &Uri, headers: &HeaderMap) -> Option<StatusCode> {
+fn refusal(token: bool, method: &Method, uri: &Uri, headers: &HeaderMap) -> Option<StatusCode> {
     let mut hosts: Vec<&[u8]> = headers
         .get_all(header::HOST)
         .iter()
@@ -423,7 +423,36 @@ fn refusal(token: bool, uri: &Uri, headers: &HeaderMap) -> Option<StatusCode> {
         }
         _ => return Some(StatusCode::FORBIDDEN),
     }
-    if token {
+    // The dashboard's actions (a non-GET under /api/) need the page's own
+    // origin: `http`, and the host and port of Host (and of an
+    // absolute-form target).
+    if *method != Method::GET && uri.path().starts_with("/api/") {
+        let hosts = headers
+            .get_all(header::HOST)
+            .iter()
+            .map(|v| v.as_bytes())
+            .chain(uri.authority().map(|a| a.as_str().as_bytes()));
+        let own = match origins.as_slice() {
+            [origin] => {
+                let origin = parse_origin(origin).expect("checked above");
+                origin.scheme.eq_ignore_ascii_case("http")
+                    && hosts.into_iter().all(|host| {
+                        parse_authority(host).is_ok_and(|host| {
+                            origin.authority.host.same(&host.host)
+                                && origin.port() == Some(host.port.unwrap_or(80))
+                        })
+                    })
+            }
+            _ => false,
+        };
+        if !own {
+            return Some(StatusCode::FORBIDDEN);
+        }
+    }
+    // The dashboard's static files need no token (a browser following a
+    // link cannot send one).
+    let page = *method == Method::GET && (uri.path() == "/" || uri.path().starts_with("/assets/"));
+    if token && !page {
         let values: Vec<&[u8]> = headers
             .get_all(header::AUTHORIZATION)
             .iter()
@@ -459,7 +488,10 @@ fn check_json(bytes: &[u8]) {
 }
 
 /// Reads the body for a while; checks what came.
-async fn check_body(response: axum::response::Response) {
+/// `api`: an answer of the dashboard's JSON API, plain JSON rather than
+/// JSON-RPC unless it is a refusal.
+async fn check_body(response: axum::response::Response, api: bool) {
+    let refused = response.status().is_client_error();
     let sse = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -476,8 +508,10 @@ async fn check_body(response: axum::response::Response) {
         }
     })
     .await;
-    if json {
+    if json && (!api || refused) {
         check_json(&body);
+    } else if json {
+        let _: Value = serde_json::from_slice(&body).expect("an API answer is JSON");
     }
     if sse {
         // Whole frames only: the last may have been cut off by the timeout.
@@ -521,7 +555,8 @@ fuzz_target!(|data: &[u8]| {
             let Some(request) = build(exchange, session.as_deref()) else {
                 continue;
             };
-            let expected = refusal(input.token, request.uri(), request.headers());
+            let expected = refusal(input.token, request.method(), request.uri(), request.headers());
+            let api = request.uri().path().starts_with("/api/");
             let described = format!(
                 "{} {} {:?}",
                 request.method(),
@@ -549,7 +584,7 @@ fuzz_target!(|data: &[u8]| {
             {
                 session = Some(id.to_owned());
             }
-            check_body(response).await;
+            check_body(response, api).await;
         }
     });
 });

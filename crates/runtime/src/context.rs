@@ -11,6 +11,7 @@ use weir_core::{
     Seq,
 };
 
+use crate::handle::Spawn;
 use crate::input::{AskError, InputKind, InputRequest, InputSlot};
 use crate::log::{Batch, EventLog, LogError};
 
@@ -75,6 +76,9 @@ struct Shared {
     /// log in the order their counts were clamped in.
     milestones: tokio::sync::Mutex<ProgressTracker>,
     began: tokio::time::Instant,
+    /// How this run starts children ([`RunContext::call`]); `None` for a
+    /// context made outside a scheduler.
+    children: Option<Arc<dyn Spawn>>,
 }
 
 impl RunContext {
@@ -85,6 +89,7 @@ impl RunContext {
         deadline: Option<tokio::time::Instant>,
         log: Arc<dyn EventLog>,
         inputs: InputSlot,
+        children: Option<Arc<dyn Spawn>>,
     ) -> RunContext {
         RunContext {
             shared: Arc::new(Shared {
@@ -97,6 +102,7 @@ impl RunContext {
                 asking: tokio::sync::Mutex::new(()),
                 milestones: tokio::sync::Mutex::new(ProgressTracker::new(0)),
                 began: tokio::time::Instant::now(),
+                children,
             }),
         }
     }
@@ -325,6 +331,16 @@ impl RunContext {
         answer
     }
 
+    /// How this run starts children, if it can.
+    pub(crate) fn children(&self) -> Option<&Arc<dyn Spawn>> {
+        self.shared.children.as_ref()
+    }
+
+    /// The event log the run writes to (a child's events are read there).
+    pub(crate) fn log(&self) -> &Arc<dyn EventLog> {
+        &self.shared.log
+    }
+
     /// Completes when the run is cancelled (or timed out).
     pub async fn cancelled(&self) {
         self.shared.cancel.cancelled().await
@@ -498,6 +514,7 @@ mod tests {
             None,
             log.clone(),
             InputSlot::default(),
+            None,
         );
         (log, run_id, ctx, writer)
     }

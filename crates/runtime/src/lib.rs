@@ -6,7 +6,10 @@
 //! the [`Scheduler`] (concurrency limits, a bounded queue, timeouts,
 //! cancellation, panic capture, crash recovery, retention); and the
 //! [`EventLog`] trait with the in-memory store, [`MemoryLog`], plus
-//! [`Subscription`], the replay-then-live reader every delivery is built on.
+//! [`Subscription`], the replay-then-live reader every delivery is built on;
+//! and tools calling tools: [`RunContext::call`] starts another tool as a
+//! child run (cancelled with its parent, never outliving it), and
+//! [`RemoteCaller`] is how the binary lets a pack call other MCP servers.
 //! Durable stores are sibling crates (`weir-store-sqlite`) built on
 //! [`log::kit`]; with the `store-contract` feature this crate exports the
 //! test suite every store must pass.
@@ -59,7 +62,9 @@
 //! ```
 #![warn(missing_docs)]
 
+mod caller;
 mod context;
+mod handle;
 mod input;
 pub mod log;
 mod scheduler;
@@ -67,10 +72,12 @@ mod scheduler;
 pub mod store_contract;
 mod tool;
 
+pub use caller::{CallError, ChildRun, RemoteCaller, RemoteServer};
 pub use context::{EmitError, RunContext, now_ms};
 pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
 pub use scheduler::{
-    RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError, recover_interrupted,
+    Offer, Peers, RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError,
+    recover_interrupted,
 };
 pub use tool::{OUTPUT_TRUNCATED, OUTPUT_URI, Pack, REDACTED, Tool, ToolInfo};

@@ -61,6 +61,44 @@ pub(crate) enum Command {
     /// (accounts, keys, base URLs). Ctrl-C interrupts it, a second kills it;
     /// exit code 0 done, 1 failed, 3 interrupted.
     Agent(AgentArgs),
+    /// Run plans of tool calls (steps that start when the steps they
+    /// follow have ended, with branches, retries and templated arguments).
+    #[cfg(feature = "plan")]
+    #[command(subcommand)]
+    Plan(PlanCommand),
+}
+
+/// `weir plan`.
+#[cfg(feature = "plan")]
+#[derive(Debug, Subcommand)]
+pub(crate) enum PlanCommand {
+    /// Run a plan (YAML or JSON) as one run and stream each step as it
+    /// starts and ends, then the summary of every step: in this process
+    /// (with the tools `weir serve` would have; its options go after `--`),
+    /// or on a weir server (--url). Ctrl-C cancels the plan and its running
+    /// steps; exit code 0 completed, 1 failed, 3 canceled, 4 unreachable.
+    Run(PlanRunArgs),
+}
+
+/// `weir plan run`.
+#[cfg(feature = "plan")]
+#[derive(Debug, clap::Args)]
+pub(crate) struct PlanRunArgs {
+    /// The plan file; `-` reads it from stdin.
+    #[arg(value_name = "PLAN")]
+    pub(crate) plan: PathBuf,
+    /// Run it on this weir server (its MCP endpoint, e.g. http://127.0.0.1:8765/mcp) instead of in this process.
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Option<String>,
+    /// Bearer token for --url.
+    #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// text: step lines and the summary on stdout; jsonl: every event of the plan's run as one JSON line.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) output: OutputFormat,
+    /// Options of the in-process server, as `weir serve` takes them, e.g. `-- --fixtures --memory`.
+    #[arg(last = true, value_name = "SERVE-OPTIONS")]
+    pub(crate) serve: Vec<String>,
 }
 
 /// `weir agent`.
@@ -211,6 +249,28 @@ pub(crate) struct ServeArgs {
     /// Keep runs in memory only (nothing written to the data directory).
     #[arg(long)]
     pub(crate) memory: bool,
+    /// Keep runs in Redis, shared by every node serving from it
+    /// (README, "Running several nodes"): redis://HOST:PORT/DB.
+    #[arg(
+        long,
+        env = "WEIR_REDIS",
+        value_name = "URL",
+        conflicts_with = "memory"
+    )]
+    pub(crate) redis: Option<String>,
+    /// This node's name among the nodes sharing a Redis [default: the host
+    /// name and the process id].
+    #[arg(long, env = "WEIR_NODE", value_name = "NAME", requires = "redis")]
+    pub(crate) node: Option<String>,
+    /// How long a node's lease on its runs lasts unrenewed, in ms: a dead
+    /// node's runs are closed `interrupted` by a survivor within about two.
+    #[arg(
+        long,
+        env = "WEIR_NODE_LEASE_MS",
+        value_name = "MS",
+        default_value_t = 10_000
+    )]
+    pub(crate) node_lease_ms: u64,
     /// Require `Authorization: Bearer TOKEN` on HTTP requests [env: WEIR_TOKEN].
     #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
@@ -276,7 +336,7 @@ pub(crate) struct LlmArgs {
 #[cfg(feature = "codeintel")]
 #[derive(Debug, clap::Args)]
 pub(crate) struct CodeIntelArgs {
-    /// Do not register the code intelligence tools (index_repo, search_symbols, find_references, get_architecture).
+    /// Do not register the code intelligence tools (index_repo, search_symbols, find_references, get_architecture, explore, understand, prepare_change).
     #[arg(long)]
     pub(crate) no_codeintel: bool,
     /// Index only repositories inside this directory (repeatable); without it, any directory weir can read.

@@ -9,8 +9,12 @@ mod exit;
 mod index;
 mod output;
 mod packs;
+#[cfg(feature = "plan")]
+mod plan;
 mod progress_bar;
 mod remote;
+#[cfg(feature = "plan")]
+mod remote_caller;
 mod runs;
 mod runs_remote;
 mod serve;
@@ -65,6 +69,8 @@ async fn run(args: cli::Args) -> anyhow::Result<Outcome> {
         #[cfg(feature = "codeintel")]
         cli::Command::Index(index) => index::run(&data_dir, index).await,
         cli::Command::Agent(agent) => agent::run(agent).await,
+        #[cfg(feature = "plan")]
+        cli::Command::Plan(cli::PlanCommand::Run(plan)) => plan::run(&data_dir, plan).await,
         cli::Command::Serve(serve) => serve::run(&data_dir, *serve).await,
     }
 }

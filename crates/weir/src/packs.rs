@@ -6,7 +6,8 @@
 //! | `exec` | `weir-pack-exec` | `execute_code`, `validate_code`, `list_languages` | `--no-exec`, `--exec-sandbox` |
 //! | `critique` | `weir-pack-critique` | `roast`, `roast_codebase`, `roast_architecture`, `roast_security`, `roast_idea`, `agent_run`, `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl` |
 //! | `llmstxt` | `weir-pack-llmstxt` | `llmstxt_generate`, `llmstxt_validate` | `--llm-endpoint`, `--llm-model`, `--llm-api-key` |
-//! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture` (and `weir index`) | `--no-codeintel`, `--codeintel-root` |
+//! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach other servers through weir's client | — |
+//! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--codeintel-root` |
 //! | (always) | `weir-fixtures`, with `--fixtures` only | the conformance suite's tools and `stream` | `--fixtures` |
 
 use std::path::Path;
@@ -36,6 +37,10 @@ pub(crate) async fn enabled(
     }
     #[cfg(feature = "llmstxt")]
     packs.push(Box::new(llmstxt(&args.llm)?));
+    #[cfg(feature = "plan")]
+    packs.push(Box::new(weir_pack_plan::PlanPack::new(Some(
+        std::sync::Arc::new(crate::remote_caller::ClientCaller),
+    ))));
     #[cfg(feature = "codeintel")]
     if !args.codeintel.no_codeintel {
         packs.push(Box::new(codeintel(args, data_dir)));

@@ -25,8 +25,13 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .init();
+    let mut membership = None;
     let (log, store): (Arc<dyn EventLog>, String) = if args.memory {
         (Arc::new(MemoryLog::new()), "memory".into())
+    } else if let Some(url) = &args.redis {
+        let (log, store, node) = open_redis(url, &args).await?;
+        membership = Some(node);
+        (log, store)
     } else {
         let path = data_dir.join(DB_FILE);
         let log = SqliteLog::open(&path, SqliteOptions::default())
@@ -51,9 +56,15 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
         max_queue: args.max_queue,
         retention: (args.retention_days > 0)
             .then(|| Duration::from_secs(args.retention_days * 86_400)),
+        node: membership
+            .as_ref()
+            .map_or_else(|| SchedulerConfig::default().node, node_name),
         ..SchedulerConfig::default()
     };
     let scheduler = Scheduler::start(log, tools, config).await?;
+    if let Some(node) = &membership {
+        serve_node(node, &scheduler);
+    }
     let server = McpServer::new(
         scheduler,
         catalog,
@@ -101,11 +112,75 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
         credentials,
     };
     transport::http::serve_http(server, addr, options, |bound| {
-        eprintln!("weir: serving MCP at http://{bound}/mcp ({secured}); run events at http://{bound}/runs/{{id}}/events; store {store}");
+        eprintln!("weir: serving MCP at http://{bound}/mcp ({secured}); run events at http://{bound}/runs/{{id}}/events; the runs dashboard at http://{bound}/; store {store}");
     })
     .await
     .with_context(|| format!("serving HTTP on {addr} (is the port in use? pick another with --http ADDR)"))?;
     Ok(Outcome::Completed)
+}
+
+/// This node among those sharing a Redis: its lease, kept while it serves.
+#[cfg(feature = "redis")]
+type Membership = weir_store_redis::Node;
+#[cfg(not(feature = "redis"))]
+type Membership = std::convert::Infallible;
+
+/// The Redis store of `--redis`, checked to answer, and this node's lease
+/// on it (refused when a live node has the same `--node` name).
+#[cfg(feature = "redis")]
+async fn open_redis(
+    url: &str,
+    args: &ServeArgs,
+) -> anyhow::Result<(Arc<dyn EventLog>, String, Membership)> {
+    use weir_store_redis::{Node, NodeOptions, RedisLog, RedisOptions};
+    let log = RedisLog::open(url, RedisOptions::default())?;
+    log.ping().await?;
+    let name = match &args.node {
+        Some(name) => name.clone(),
+        None => {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|host| host.trim().to_owned())
+                .unwrap_or_else(|_| "node".into());
+            format!("{host}-{}", std::process::id())
+        }
+    };
+    let options = NodeOptions {
+        name,
+        lease: Duration::from_millis(args.node_lease_ms.max(300)),
+    };
+    let node = Node::join(&log, options).await?;
+    let store = format!("redis:{url} as node {}", node.name());
+    Ok((Arc::new(log), store, node))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn open_redis(
+    _url: &str,
+    _args: &ServeArgs,
+) -> anyhow::Result<(Arc<dyn EventLog>, String, Membership)> {
+    anyhow::bail!(
+        "this weir was built without its `redis` feature; build it with the feature to use --redis"
+    )
+}
+
+#[cfg(feature = "redis")]
+fn node_name(node: &Membership) -> String {
+    node.name().to_owned()
+}
+
+#[cfg(not(feature = "redis"))]
+fn node_name(node: &Membership) -> String {
+    match *node {}
+}
+
+#[cfg(feature = "redis")]
+fn serve_node(node: &Membership, scheduler: &Scheduler) {
+    node.serve(scheduler);
+}
+
+#[cfg(not(feature = "redis"))]
+fn serve_node(node: &Membership, _scheduler: &Scheduler) {
+    match *node {}
 }
 
 /// The credentials of `--tokens-file`. A file others may write is refused

@@ -35,7 +35,7 @@ fn peak_rss_kib() -> u64 {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: bench index ROOT INDEX_DIR | bench refs ROOT INDEX_DIR NAME";
+    let usage = "usage: bench index ROOT INDEX_DIR | bench refs ROOT INDEX_DIR NAME | bench compound ROOT INDEX_DIR NAME PATH";
     let (Some(what), Some(root), Some(dir)) = (args.get(1), args.get(2), args.get(3)) else {
         panic!("{usage}")
     };
@@ -122,6 +122,50 @@ async fn main() {
                     break;
                 }
             }
+        }
+        "compound" => {
+            // explore PATH, understand NAME, prepare_change NAME: each once,
+            // on an existing index, timed to its first chunk and its end.
+            let (name, path) = (args.get(4).expect(usage), args.get(5).expect(usage));
+            let pack = CodeIntelPack::new(CodeIntelConfig::new(dir));
+            let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+            let scheduler = Scheduler::start(log.clone(), pack.tools(), SchedulerConfig::default())
+                .await
+                .unwrap();
+            let mut timings = serde_json::Map::new();
+            for (tool, arguments) in [
+                ("explore", json!({"repo": root, "path": path})),
+                ("understand", json!({"repo": root, "symbol": name})),
+                ("prepare_change", json!({"repo": root, "symbol": name})),
+            ] {
+                let started = Instant::now();
+                let run = scheduler
+                    .submit(tool, arguments, RunOptions::default())
+                    .await
+                    .unwrap();
+                let run_id = run.run_id().clone();
+                run.finished().await.unwrap();
+                let ms = started.elapsed().as_secs_f64() * 1000.0;
+                let mut largest = 0usize;
+                let mut items = 0usize;
+                let mut summary = Value::Null;
+                for event in log.read(&run_id, 0, 1_000_000).await.unwrap() {
+                    largest = largest.max(serde_json::to_string(&event.kind).unwrap().len());
+                    match event.kind {
+                        EventKind::Partial(partial) => items += partial.items.len(),
+                        EventKind::Completed(completed) => summary = completed.structured.unwrap(),
+                        EventKind::Failed(failed) => panic!("{tool}: {}", failed.error),
+                        _ => {}
+                    }
+                }
+                timings.insert(
+                    tool.into(),
+                    json!({"ms": ms, "first_chunk_ms": summary["firstChunkMs"], "items": items, "largest_message_bytes": largest,
+                           "summary_bytes": summary.to_string().len(),
+                           "callers": summary["transitiveImpact"]["totalCallers"], "risk": summary["riskAssessment"]["level"]}),
+                );
+            }
+            println!("{}", Value::Object(timings));
         }
         _ => panic!("{usage}"),
     }

@@ -18,11 +18,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use weir_core::{ChunkLimits, Chunker, FailureCode, Meta, Partial, RunError, Warning};
+use weir_core::{ChunkLimits, Chunker, FailureCode, Meta, Milestone, Partial, RunError, Warning};
 use weir_runtime::RunContext;
 
 /// Items per partial chunk.
@@ -36,6 +36,49 @@ pub(crate) struct CancelOnDrop(pub(crate) Arc<AtomicUsize>);
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.store(1, Ordering::SeqCst);
+    }
+}
+
+/// Keeps a run from going quiet: after `every` without an event, a
+/// `progress` heartbeat (the phase as it was, the count kept, a message),
+/// so that a client or a proxy that drops silent streams keeps this one.
+pub(crate) struct Heartbeat {
+    every: Duration,
+    last: tokio::time::Instant,
+}
+
+impl Heartbeat {
+    pub(crate) fn new(every: Duration) -> Heartbeat {
+        Heartbeat {
+            every,
+            last: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Something was just emitted.
+    pub(crate) fn emitted(&mut self) {
+        self.last = tokio::time::Instant::now();
+    }
+
+    /// When the next heartbeat is due.
+    pub(crate) fn due(&self) -> tokio::time::Instant {
+        self.last + self.every
+    }
+
+    /// Reports that `phase` is still going.
+    pub(crate) async fn beat(
+        &mut self,
+        ctx: &RunContext,
+        phase: &str,
+    ) -> Result<(), weir_runtime::EmitError> {
+        let quiet = self.last.elapsed().as_secs();
+        ctx.milestone(
+            Milestone::new(phase)
+                .message(format!("heartbeat: still {phase} ({quiet} s without news)")),
+        )
+        .await?;
+        self.emitted();
+        Ok(())
     }
 }
 
@@ -156,6 +199,7 @@ impl Sink {
 pub(crate) async fn stream<F>(
     ctx: &RunContext,
     page: Page,
+    heartbeat: Duration,
     query: F,
 ) -> Result<(Value, Option<u64>), RunError>
 where
@@ -183,6 +227,7 @@ where
     };
     let mut chunker = Chunker::new(limits);
     let mut first_chunk_ms = None;
+    let mut heartbeat = Heartbeat::new(heartbeat);
     let ended = |e: weir_runtime::EmitError| RunError::new(FailureCode::Internal, e.to_string());
     loop {
         // Whatever is queued goes into chunks; when the queue is empty, the
@@ -194,20 +239,33 @@ where
                 {
                     first_chunk_ms.get_or_insert(started.elapsed().as_millis() as u64);
                     ctx.emit(partial(chunk)).await.map_err(ended)?;
+                    heartbeat.emitted();
                 }
-                received.recv().await
+                loop {
+                    tokio::select! {
+                        produced = received.recv() => break produced,
+                        _ = tokio::time::sleep_until(heartbeat.due()) => {
+                            heartbeat.beat(ctx, "querying").await.map_err(ended)?;
+                        }
+                    }
+                }
             }
             Err(mpsc::error::TryRecvError::Disconnected) => None,
         };
         match produced {
-            Some(Produced::Meta(meta)) => ctx.emit(meta).await.map_err(ended)?,
+            Some(Produced::Meta(meta)) => {
+                ctx.emit(meta).await.map_err(ended)?;
+                heartbeat.emitted();
+            }
             Some(Produced::Warning(message)) => {
-                ctx.emit(Warning { message }).await.map_err(ended)?
+                ctx.emit(Warning { message }).await.map_err(ended)?;
+                heartbeat.emitted();
             }
             Some(Produced::Item { group, item }) => {
                 if let Some(chunk) = chunker.push(item, Some(&group)) {
                     first_chunk_ms.get_or_insert(started.elapsed().as_millis() as u64);
                     ctx.emit(partial(chunk)).await.map_err(ended)?;
+                    heartbeat.emitted();
                 }
             }
             None => break,
@@ -266,4 +324,92 @@ pub(crate) fn paging(page: &PageReport, state_id: &str) -> Value {
         })),
         "nextCursor": page.next.map(|next| cursor(state_id, next)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use serde_json::{Value, json};
+    use weir_core::{Completed, EventKind, Meta, RunError};
+    use weir_runtime::{
+        EventLog, MemoryLog, RunContext, RunOptions, Scheduler, SchedulerConfig, Tool, ToolInfo,
+    };
+
+    use super::{Page, stream};
+
+    /// A query that says what it will do, thinks for 600 ms, then answers.
+    struct SlowQuery;
+
+    #[async_trait]
+    impl Tool for SlowQuery {
+        fn info(&self) -> ToolInfo {
+            ToolInfo::new("slow", "a slow query", json!({"type": "object"}))
+        }
+
+        async fn run(&self, ctx: RunContext, _: Value) -> Result<Completed, RunError> {
+            let page = Page {
+                offset: 0,
+                max_items: 10,
+                max_bytes: 1 << 20,
+            };
+            let (summary, _) = stream(&ctx, page, Duration::from_millis(100), |sink| {
+                sink.meta(Meta {
+                    total: Some(1),
+                    backends: vec![],
+                    info: Value::Null,
+                    progress_unit: None,
+                })?;
+                std::thread::sleep(Duration::from_millis(600));
+                sink.item("g", json!(1))?;
+                Ok(json!({}))
+            })
+            .await?;
+            Ok(Completed {
+                content: vec![],
+                structured: Some(summary),
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_quiet_query_sends_heartbeats() {
+        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+        let scheduler = Scheduler::start(
+            log.clone(),
+            vec![Arc::new(SlowQuery)],
+            SchedulerConfig::default(),
+        )
+        .await
+        .unwrap();
+        let run = scheduler
+            .submit("slow", json!({}), RunOptions::default())
+            .await
+            .unwrap();
+        let run_id = run.run_id().clone();
+        run.finished().await.unwrap();
+        let events = log.read(&run_id, 0, 1_000).await.unwrap();
+        let kinds: Vec<String> = events
+            .iter()
+            .map(|e| match &e.kind {
+                EventKind::Progress(p) => format!("progress {}", p.phase.as_deref().unwrap_or("")),
+                other => other.type_name().to_owned(),
+            })
+            .collect();
+        let beats = kinds.iter().filter(|k| *k == "progress querying").count();
+        assert!((2..=6).contains(&beats), "{kinds:?}");
+        assert_eq!(kinds[1], "meta");
+        assert_eq!(&kinds[kinds.len() - 2..], ["partial", "completed"]);
+        let gap = events
+            .windows(2)
+            .map(|w| w[1].ts.saturating_sub(w[0].ts))
+            .max()
+            .unwrap();
+        assert!(
+            gap < 500,
+            "a silence of {gap} ms (the query is silent for 600)"
+        );
+    }
 }

@@ -19,7 +19,9 @@ use sha2::{Digest, Sha256};
 use tree_sitter_tags::TagsContext;
 
 use crate::extract::{ExtractError, Extracted, extract};
+use crate::history::{self, History};
 use crate::language::Language;
+use crate::scip;
 use crate::store::{FileRow, KnownFile, Store, StoreError};
 
 /// Files larger than this are skipped: generated or vendored blobs, whose
@@ -78,6 +80,13 @@ pub struct IndexReport {
     pub git_head: Option<String>,
     /// Whether tracked files differ from that commit.
     pub dirty: bool,
+    /// Documents of the repository's `index.scip` in the index (0 without
+    /// one): their references are exact.
+    pub scip_documents: u64,
+    /// Occurrences read from `index.scip`.
+    pub scip_occurrences: u64,
+    /// Commits of git history read for churn and co-change (0 outside git).
+    pub git_commits: u64,
 }
 
 /// Why an index run stopped.
@@ -241,7 +250,9 @@ pub fn index_repository(
         return Err(IndexError::Cancelled { done, total });
     }
     known.clear();
+    ingest_scip(&store, root, options.force, &mut report)?;
     summarize(&store, root, &mut report)?;
+    ingest_history(&store, root, options.force, &mut report)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -437,6 +448,95 @@ pub(crate) fn is_test_path(path: &str) -> bool {
         || (name.ends_with(".java") && (stem.ends_with("Test") || stem.ends_with("Tests")))
 }
 
+/// Reads the repository's `index.scip` into the index when it changed
+/// (by modification time and size), or drops what an index.scip that is
+/// gone left. A file that does not decode is reported, not fatal: the
+/// tags still answer.
+fn ingest_scip(
+    store: &Store,
+    root: &Path,
+    force: bool,
+    report: &mut IndexReport,
+) -> Result<(), StoreError> {
+    let path = root.join(scip::FILE_NAME);
+    let stamp = std::fs::metadata(&path).ok().map(|m| {
+        let mtime = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        format!("{mtime}:{}", m.len())
+    });
+    let known = store.meta("scip_stamp").filter(|s| !s.is_empty());
+    if force || stamp != known {
+        let index = match &stamp {
+            Some(_) => match scip::read(&path, root) {
+                Ok(index) => Some(index),
+                Err(error) => {
+                    report.failed.push(error.to_string());
+                    None
+                }
+            },
+            None => None,
+        };
+        store
+            .conn
+            .execute_batch("BEGIN")
+            .map_err(|e| store.error(e))?;
+        store.replace_scip(index.as_ref())?;
+        let stamp = if index.is_some() { stamp } else { None };
+        store.set_meta("scip_stamp", stamp.as_deref().unwrap_or(""))?;
+        store
+            .conn
+            .execute_batch("COMMIT")
+            .map_err(|e| store.error(e))?;
+    }
+    let count = |sql: &str| {
+        store
+            .conn
+            .query_row(sql, [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| store.error(e))
+    };
+    report.scip_documents = count("SELECT COUNT(*) FROM scip_documents")?;
+    report.scip_occurrences = count("SELECT COUNT(*) FROM scip_occurrences")?;
+    Ok(())
+}
+
+/// Reads git history for churn and co-change when HEAD moved since it was
+/// last read (or when forced).
+fn ingest_history(
+    store: &Store,
+    root: &Path,
+    force: bool,
+    report: &mut IndexReport,
+) -> Result<(), StoreError> {
+    let head = report.git_head.clone().unwrap_or_default();
+    if force || store.meta("history_head").unwrap_or_default() != head {
+        let history = if head.is_empty() {
+            History::default()
+        } else {
+            history::read(root, history::MAX_COMMITS).unwrap_or_default()
+        };
+        store
+            .conn
+            .execute_batch("BEGIN")
+            .map_err(|e| store.error(e))?;
+        store.replace_history(&history)?;
+        store.set_meta("history_head", &head)?;
+        store.set_meta("history_commits", &history.commits.to_string())?;
+        store
+            .conn
+            .execute_batch("COMMIT")
+            .map_err(|e| store.error(e))?;
+    }
+    report.git_commits = store
+        .meta("history_commits")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    Ok(())
+}
+
 /// Counts, the state id and git's view, into the report and the index.
 fn summarize(store: &Store, root: &Path, report: &mut IndexReport) -> Result<(), StoreError> {
     let conn = &store.conn;
@@ -467,6 +567,8 @@ fn summarize(store: &Store, root: &Path, report: &mut IndexReport) -> Result<(),
         hasher.update(row.get_ref(1).map_err(fail)?.as_bytes().unwrap_or_default());
         hasher.update([0]);
     }
+    // A new index.scip changes answers as much as a changed file does.
+    hasher.update(store.meta("scip_stamp").unwrap_or_default());
     report.state_id = hasher.finalize()[..8]
         .iter()
         .map(|b| format!("{b:02x}"))

@@ -1,14 +1,17 @@
 //! weir's code intelligence pack: `index_repo`, `search_symbols`,
-//! `find_references`, `get_architecture`.
+//! `find_references`, `get_architecture`, and the compound `explore`,
+//! `understand` and `prepare_change`.
 //!
 //! **For:** indexing a repository on the server's machine and answering
 //! questions about its code whose answers are often far larger than a
 //! model's context (every use of `spawn` in tokio is about 50k tokens of
 //! grep output): lazily, as streamed runs, in pages.
-//! **Not for:** protocols, or exact semantics. The pack reports through its
-//! `RunContext`; it never knows whether its caller speaks MCP. Its answers
-//! are *syntactic* (what tree-sitter's tags queries and the text show, not
-//! what a compiler resolved), and every answer says so in its provenance.
+//! **Not for:** protocols, or resolving code itself. The pack reports
+//! through its `RunContext`; it never knows whether its caller speaks MCP.
+//! Its own answers are *syntactic* (what tree-sitter's tags queries and
+//! the text show); they are *exact* only where a compiler-grade indexer
+//! left an `index.scip` at the repository's root, and every answer says
+//! which in its provenance (`completeness`: `exact`, `mixed`, `syntactic`).
 //! It depends on `weir-core` and `weir-runtime`, never on an MCP crate, a
 //! store or another pack; tree-sitter, its grammars, `ignore` and rusqlite
 //! stay in this crate.
@@ -19,15 +22,21 @@
 //! Go, Java, C, C++ and Ruby parsed on every core with each grammar's tags
 //! query (definitions with their docs and extent, references: call sites,
 //! type uses, implementations), and each file's identifiers kept for the
-//! text search. One SQLite file (WAL, FTS5) per repository in the pack's
+//! text search. An `index.scip` at the root is read too (its occurrences
+//! with their exact symbols; again only when it changed), and so is git's
+//! recent history (churn per file, files changed together; again only when
+//! HEAD moved). One SQLite file (WAL, FTS5) per repository in the pack's
 //! directory ([`index_file`]). Incremental by modification time, then
 //! content hash; progress as files done of total with an ETA; cancellable
-//! between files and inside tree-sitter's parse.
+//! between files and inside tree-sitter's parse. A run with nothing new to
+//! say for [`CodeIntelConfig::heartbeat`] (15 s) reports a heartbeat, so
+//! proxies that drop quiet streams keep it.
 //!
 //! **The answers.** Each query runs on a blocking thread and streams: `meta`
-//! (the total when known, the backends, completeness `syntactic`), then
+//! (the total when known, the backends, the completeness), then
 //! `partial` chunks of at most 50 items and 16 KB, grouped by file (or by
-//! module, by match tier), then the final result: a summary (counts by
+//! module, by match tier, by stage: a compound tool streams its definition,
+//! then uses by file, then callers and callees), then the final result: a summary (counts by
 //! file and kind, the top items, CKB's `truncated`/`truncationInfo`, a
 //! `provenance` envelope with the index's state id and git's dirty flag)
 //! in both `content` and `structuredContent`. A call streams one page
@@ -35,6 +44,14 @@
 //! its summary's `nextCursor` asks for the next, so no message comes near
 //! the server's result limit. The first chunk goes out as soon as the
 //! query has it; cancelling the run stops the query at its next item.
+//!
+//! **The compound tools** answer in one call what takes an agent several:
+//! `explore {path}` (definitions by kind, key symbols, dependencies out and
+//! in, entry points, git hot spots), `understand {symbol}` (definition with
+//! docs and span, uses by file, exact where SCIP covers the definition,
+//! callers and callees from the tags) and
+//! `prepare_change {symbol}` (direct dependents, callers to a depth bound,
+//! related tests, co-change files from git, a risk level with its factors).
 //!
 //! ```
 //! use std::sync::atomic::AtomicUsize;
@@ -50,17 +67,20 @@
 
 mod answer;
 mod extract;
+mod history;
 mod indexer;
 mod language;
 mod query;
 mod repo;
 mod schemas;
+mod scip;
 mod store;
 mod tools;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use weir_runtime::{Pack, Tool};
 
@@ -83,6 +103,10 @@ pub struct CodeIntelConfig {
     pub page_bytes: usize,
     /// Parser threads; 0 means one per core.
     pub threads: usize,
+    /// The longest a run stays silent: after this long without an event
+    /// (a long parse, a slow query), it reports a `progress` heartbeat, so
+    /// clients and proxies that drop quiet streams keep it open.
+    pub heartbeat: Duration,
 }
 
 impl CodeIntelConfig {
@@ -94,6 +118,7 @@ impl CodeIntelConfig {
             page_items: 2_000,
             page_bytes: 256 * 1024,
             threads: 0,
+            heartbeat: Duration::from_secs(15),
         }
     }
 }
@@ -146,6 +171,9 @@ impl Pack for CodeIntelPack {
             Arc::new(tools::SearchSymbols(shared.clone())),
             Arc::new(tools::FindReferences(shared.clone())),
             Arc::new(tools::GetArchitecture(shared.clone())),
+            Arc::new(tools::Explore(shared.clone())),
+            Arc::new(tools::Understand(shared.clone())),
+            Arc::new(tools::PrepareChange(shared.clone())),
         ]
     }
 }

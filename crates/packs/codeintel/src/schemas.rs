@@ -23,7 +23,7 @@ fn query_summary(own: Value, required: &[&str]) -> Value {
                 "gitHead": {"type": ["string", "null"]},
                 "indexedAtMs": {"type": "integer"},
                 "backends": {"type": "array", "items": {"type": "string"}},
-                "completeness": {"type": "string", "enum": ["syntactic", "exact"]},
+                "completeness": {"type": "string", "enum": ["syntactic", "mixed", "exact"], "description": "exact: every item from a SCIP index; mixed: some; syntactic: tags and text only."},
                 "queryDurationMs": {"type": "integer"},
                 "warnings": {"type": "array", "items": {"type": "string"}}
             },
@@ -53,7 +53,11 @@ pub(crate) fn references_summary() -> Value {
             "definitions": {"type": "integer"},
             "fileCount": {"type": "integer"},
             "byKind": {"type": "object", "additionalProperties": {"type": "integer"}},
-            "byFile": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "count": {"type": "integer"}}}}
+            "byFile": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "count": {"type": "integer"}}}},
+            "symbols": {"type": "array", "description": "The SCIP symbols the answer is about, each with its counts; empty without SCIP.", "items": {"type": "object", "properties": {
+                "symbolId": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": ["string", "null"]}, "docs": {"type": ["string", "null"]},
+                "definitions": {"type": "integer"}, "references": {"type": "integer"}
+            }}}
         }),
         &[
             "symbol",
@@ -89,6 +93,7 @@ pub(crate) fn architecture_summary() -> Value {
             "dependencyGraph": {"type": "array", "items": {"type": "object"}},
             "entrypoints": {"type": "array", "items": {"type": "string"}},
             "mermaid": {"type": "string"},
+            "hotspots": {"type": "array", "items": {"type": "object"}, "description": "Files with the most commits lately (git); empty outside git."},
             "confidence": {"type": "string"},
             "limitations": {"type": "array", "items": {"type": "string"}}
         }),
@@ -100,6 +105,107 @@ pub(crate) fn architecture_summary() -> Value {
             "dependencyGraph",
             "entrypoints",
             "mermaid",
+        ],
+    )
+}
+
+pub(crate) fn explore_summary() -> Value {
+    query_summary(
+        json!({
+            "path": {"type": "string"},
+            "overview": {"type": "object", "properties": {
+                "fileCount": {"type": "integer"}, "testFileCount": {"type": "integer"},
+                "symbolCount": {"type": "integer"}, "languages": {"type": "object"}
+            }},
+            "symbolsByKind": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "keySymbols": {"type": "array", "items": {"type": "object"}},
+            "dependencies": {"type": "object", "properties": {
+                "outgoing": {"type": "array", "items": {"type": "object"}},
+                "incoming": {"type": "array", "items": {"type": "object"}}
+            }},
+            "entrypoints": {"type": "array", "items": {"type": "string"}},
+            "hotspots": {"type": "array", "items": {"type": "object"}, "description": "Files with the most commits lately (git)."},
+            "health": {"type": "object", "properties": {"scipAvailable": {"type": "boolean"}, "gitAvailable": {"type": "boolean"}}}
+        }),
+        &[
+            "path",
+            "overview",
+            "symbolsByKind",
+            "keySymbols",
+            "dependencies",
+            "entrypoints",
+            "hotspots",
+            "health",
+        ],
+    )
+}
+
+/// A definition as the compound tools describe it.
+fn definition() -> Value {
+    json!({"type": "object", "properties": {
+        "stableId": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": "string"},
+        "location": {"type": "object"}, "docs": {"type": ["string", "null"]}, "signature": {"type": "string"}
+    }})
+}
+
+pub(crate) fn understand_summary() -> Value {
+    query_summary(
+        json!({
+            "symbol": {"type": "string"},
+            "definition": definition(),
+            "ambiguity": {"type": ["object", "null"], "properties": {
+                "matchCount": {"type": "integer"}, "topMatches": {"type": "array", "items": {"type": "string"}}, "hint": {"type": "string"}
+            }},
+            "references": {"type": "object", "properties": {
+                "totalCount": {"type": "integer"}, "fileCount": {"type": "integer"},
+                "byFile": {"type": "array", "items": {"type": "object"}}, "truncated": {"type": "boolean"}
+            }},
+            "callers": {"type": "array", "items": {"type": "object"}},
+            "callees": {"type": "array", "items": {"type": "object"}},
+            "relatedTests": {"type": "array", "items": {"type": "string"}}
+        }),
+        &[
+            "symbol",
+            "definition",
+            "references",
+            "callers",
+            "callees",
+            "relatedTests",
+        ],
+    )
+}
+
+pub(crate) fn prepare_change_summary() -> Value {
+    query_summary(
+        json!({
+            "symbol": {"type": "string"},
+            "target": definition(),
+            "ambiguity": {"type": ["object", "null"]},
+            "directDependents": {"type": "array", "items": {"type": "object"}},
+            "transitiveImpact": {"type": "object", "properties": {
+                "totalCallers": {"type": "integer"}, "moduleSpread": {"type": "integer"},
+                "maxDepth": {"type": "integer"}, "depthBound": {"type": "integer"},
+                "byDepth": {"type": "array", "items": {"type": "object"}}, "truncated": {"type": "boolean"}
+            }},
+            "relatedTests": {"type": "array", "items": {"type": "string"}},
+            "coChangeFiles": {"type": "array", "items": {"type": "object", "properties": {
+                "file": {"type": "string"}, "commits": {"type": "integer"}, "ratio": {"type": "number"}
+            }}},
+            "riskAssessment": {"type": "object", "properties": {
+                "level": {"type": "string", "enum": ["low", "medium", "high"]},
+                "score": {"type": "number"},
+                "factors": {"type": "array", "items": {"type": "object"}},
+                "suggestions": {"type": "array", "items": {"type": "string"}}
+            }, "required": ["level", "score", "factors"]}
+        }),
+        &[
+            "symbol",
+            "target",
+            "directDependents",
+            "transitiveImpact",
+            "relatedTests",
+            "coChangeFiles",
+            "riskAssessment",
         ],
     )
 }
@@ -122,7 +228,10 @@ pub(crate) fn index_report() -> Value {
             "elapsed_ms": {"type": "integer"},
             "state_id": {"type": "string"},
             "git_head": {"type": ["string", "null"]},
-            "dirty": {"type": "boolean"}
+            "dirty": {"type": "boolean"},
+            "scip_documents": {"type": "integer", "description": "Files the repository's index.scip covers: their references are exact."},
+            "scip_occurrences": {"type": "integer"},
+            "git_commits": {"type": "integer", "description": "Recent commits read for churn and co-change."}
         },
         "required": ["root", "index", "files", "parsed", "unchanged", "removed", "definitions", "references", "languages", "elapsed_ms", "state_id"]
     })

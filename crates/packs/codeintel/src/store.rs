@@ -8,10 +8,12 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags, params};
 
 use crate::extract::Extracted;
+use crate::history::History;
+use crate::scip::ScipIndex;
 
 /// Bumped when the schema changes: an index of another version is rebuilt
 /// (it is a cache of the repository, never the only copy of anything).
-const SCHEMA_VERSION: &str = "1";
+const SCHEMA_VERSION: &str = "2";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,6 +47,30 @@ CREATE INDEX IF NOT EXISTS defs_by_lower ON symbols(name_lower) WHERE is_def = 1
 CREATE INDEX IF NOT EXISTS symbols_by_file ON symbols(file_id, line);
 CREATE VIRTUAL TABLE IF NOT EXISTS defs_fts USING fts5(
     words, docs, content='', contentless_delete=1
+);
+CREATE TABLE IF NOT EXISTS scip_documents(path TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS scip_symbols(
+    id INTEGER PRIMARY KEY,
+    symbol TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    kind TEXT,
+    docs TEXT
+);
+CREATE INDEX IF NOT EXISTS scip_symbols_by_name ON scip_symbols(name);
+CREATE TABLE IF NOT EXISTS scip_occurrences(
+    symbol_id INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    col INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    end_col INTEGER NOT NULL,
+    roles INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS scip_occurrences_by_symbol ON scip_occurrences(symbol_id, path, line, col);
+CREATE INDEX IF NOT EXISTS scip_occurrences_by_place ON scip_occurrences(path, line);
+CREATE TABLE IF NOT EXISTS git_churn(path TEXT PRIMARY KEY, commits INTEGER NOT NULL, last_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS git_cochange(
+    a TEXT NOT NULL, b TEXT NOT NULL, commits INTEGER NOT NULL, PRIMARY KEY (a, b)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS file_words USING fts5(
     words, content='', contentless_delete=1, detail=none,
@@ -113,7 +139,10 @@ impl Store {
         if version.as_deref().is_some_and(|v| v != SCHEMA_VERSION) {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS symbols;
-                 DROP TABLE IF EXISTS defs_fts; DROP TABLE IF EXISTS file_words;",
+                 DROP TABLE IF EXISTS defs_fts; DROP TABLE IF EXISTS file_words;
+                 DROP TABLE IF EXISTS scip_documents; DROP TABLE IF EXISTS scip_symbols;
+                 DROP TABLE IF EXISTS scip_occurrences; DROP TABLE IF EXISTS git_churn;
+                 DROP TABLE IF EXISTS git_cochange;",
             )
             .map_err(fail)?;
         }
@@ -251,6 +280,81 @@ impl Store {
             .prepare_cached("INSERT INTO file_words(rowid, words) VALUES (?1, ?2)")
             .and_then(|mut s| s.execute(params![file_id, found.words]))
             .map_err(fail)?;
+        Ok(())
+    }
+
+    /// Replaces the SCIP part of the index with `index` (or drops it).
+    pub(crate) fn replace_scip(&self, index: Option<&ScipIndex>) -> Result<(), StoreError> {
+        let fail = |e| self.error(e);
+        self.conn
+            .execute_batch(
+                "DELETE FROM scip_documents; DELETE FROM scip_symbols; DELETE FROM scip_occurrences;",
+            )
+            .map_err(fail)?;
+        let Some(index) = index else { return Ok(()) };
+        let mut document = self
+            .conn
+            .prepare_cached("INSERT OR IGNORE INTO scip_documents(path) VALUES (?1)")
+            .map_err(fail)?;
+        for path in &index.documents {
+            document.execute([path]).map_err(fail)?;
+        }
+        let mut symbol = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO scip_symbols(id, symbol, name, kind, docs) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(fail)?;
+        for (id, s) in index.symbols.iter().enumerate() {
+            symbol
+                .execute(params![id as i64, s.key, s.name, s.kind, s.docs])
+                .map_err(fail)?;
+        }
+        let mut occurrence = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO scip_occurrences(symbol_id, path, line, col, end_line, end_col, roles)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(fail)?;
+        for o in &index.occurrences {
+            occurrence
+                .execute(params![
+                    o.symbol as i64,
+                    o.path,
+                    o.line,
+                    o.column,
+                    o.end_line,
+                    o.end_column,
+                    o.roles
+                ])
+                .map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the git history part of the index.
+    pub(crate) fn replace_history(&self, history: &History) -> Result<(), StoreError> {
+        let fail = |e| self.error(e);
+        self.conn
+            .execute_batch("DELETE FROM git_churn; DELETE FROM git_cochange;")
+            .map_err(fail)?;
+        let mut churn = self
+            .conn
+            .prepare_cached("INSERT INTO git_churn(path, commits, last_ms) VALUES (?1, ?2, ?3)")
+            .map_err(fail)?;
+        for (path, file) in &history.churn {
+            churn
+                .execute(params![path, file.commits as i64, file.last_ms])
+                .map_err(fail)?;
+        }
+        let mut pair = self
+            .conn
+            .prepare_cached("INSERT INTO git_cochange(a, b, commits) VALUES (?1, ?2, ?3)")
+            .map_err(fail)?;
+        for ((a, b), commits) in &history.cochange {
+            pair.execute(params![a, b, *commits as i64]).map_err(fail)?;
+        }
         Ok(())
     }
 

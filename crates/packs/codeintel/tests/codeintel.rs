@@ -81,8 +81,17 @@ impl Fixture {
     }
 
     async fn at(dir: tempfile::TempDir, repo: PathBuf) -> Fixture {
+        Fixture::configured(dir, repo, |_| {}).await
+    }
+
+    async fn configured(
+        dir: tempfile::TempDir,
+        repo: PathBuf,
+        configure: impl FnOnce(&mut CodeIntelConfig),
+    ) -> Fixture {
         let mut config = CodeIntelConfig::new(dir.path().join("indexes"));
         config.threads = 2;
+        configure(&mut config);
         let pack = CodeIntelPack::new(config);
         let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
         let scheduler = Scheduler::start(log.clone(), pack.tools(), SchedulerConfig::default())
@@ -119,6 +128,15 @@ impl Fixture {
             .summary()
             .clone()
     }
+}
+
+/// The groups of the partial chunks, in order, each once: how chunks are
+/// cut depends on timing (a chunk goes out when the query pauses), which
+/// groups come in which order does not.
+fn groups(outcome: &Outcome) -> Vec<String> {
+    let mut groups: Vec<String> = outcome.partials().into_iter().map(|(g, _)| g).collect();
+    groups.dedup();
+    groups
 }
 
 /// `file:line:column kind` of each item.
@@ -588,4 +606,720 @@ async fn cancelling_an_index_run_or_a_query_ends_it_at_once() {
     let last = run.finished().await.unwrap();
     assert!(cancelled_at.elapsed() < Duration::from_secs(1));
     assert!(matches!(last.kind, EventKind::Canceled(_)), "{last:?}");
+}
+
+/// A Rust repository with two methods named `area` (and a local variable
+/// of that name), its `index.scip` written here with the scip crate's
+/// types as rust-analyzer would write it, and a Python file the SCIP index
+/// does not cover.
+mod scip_fixture {
+    use std::path::Path;
+
+    use scip::types::{Document, Index, Occurrence, SymbolInformation, symbol_information::Kind};
+
+    pub(super) const SHAPES: &str = "pub struct Circle { pub r: f64 }
+pub struct Square { pub side: f64 }
+
+impl Circle {
+    pub fn area(&self) -> f64 { self.r * self.r * 3.14 }
+}
+
+impl Square {
+    pub fn area(&self) -> f64 { self.side * self.side }
+}
+";
+    pub(super) const MAIN: &str = "use shapes::{Circle, Square};
+
+fn main() {
+    let c = Circle { r: 1.0 };
+    let s = Square { side: 2.0 };
+    println!(\"{} {}\", c.area(), s.area());
+    let area = c.area();
+}
+";
+    pub(super) const PLOT: &str = "def area(r):\n    return r * r\n\nprint(area(2))\n";
+
+    pub(super) const CIRCLE_AREA: &str = "rust-analyzer cargo shapes 0.1.0 Circle#area().";
+    pub(super) const SQUARE_AREA: &str = "rust-analyzer cargo shapes 0.1.0 Square#area().";
+    const CIRCLE: &str = "rust-analyzer cargo shapes 0.1.0 Circle#";
+    const SQUARE: &str = "rust-analyzer cargo shapes 0.1.0 Square#";
+
+    /// The 0-based range of the `nth` whole `word` on 1-based `line`.
+    fn range(text: &str, line: usize, word: &str, nth: usize) -> Vec<i32> {
+        let source = text.lines().nth(line - 1).unwrap();
+        let at = source
+            .match_indices(word)
+            .filter(|(at, _)| {
+                let before = source[..*at].chars().last();
+                let after = source[at + word.len()..].chars().next();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+            .nth(nth)
+            .unwrap()
+            .0;
+        vec![line as i32 - 1, at as i32, (at + word.len()) as i32]
+    }
+
+    fn document(
+        path: &str,
+        text: &str,
+        occurrences: &[(usize, &str, usize, &str, i32)],
+    ) -> Document {
+        let mut document = Document::new();
+        document.relative_path = path.into();
+        document.language = "rust".into();
+        for (line, word, nth, symbol, roles) in occurrences {
+            document.occurrences.push(Occurrence {
+                range: range(text, *line, word, *nth),
+                symbol: (*symbol).into(),
+                symbol_roles: *roles,
+                ..Default::default()
+            });
+        }
+        document
+    }
+
+    pub(super) fn write(repo: &Path) {
+        std::fs::create_dir_all(repo.join("src")).unwrap();
+        std::fs::create_dir_all(repo.join("scripts")).unwrap();
+        std::fs::write(repo.join("src/shapes.rs"), SHAPES).unwrap();
+        std::fs::write(repo.join("src/main.rs"), MAIN).unwrap();
+        std::fs::write(repo.join("scripts/plot.py"), PLOT).unwrap();
+        let (def, import, read) = (1, 2, 8);
+        let mut shapes = document(
+            "src/shapes.rs",
+            SHAPES,
+            &[
+                (1, "Circle", 0, CIRCLE, def),
+                (2, "Square", 0, SQUARE, def),
+                (4, "Circle", 0, CIRCLE, 0),
+                (5, "area", 0, CIRCLE_AREA, def),
+                (8, "Square", 0, SQUARE, 0),
+                (9, "area", 0, SQUARE_AREA, def),
+            ],
+        );
+        let mut info = SymbolInformation::new();
+        info.symbol = CIRCLE_AREA.into();
+        info.documentation = vec!["The area of the circle.".into()];
+        info.kind = Kind::Method.into();
+        shapes.symbols.push(info);
+        let main = document(
+            "src/main.rs",
+            MAIN,
+            &[
+                (1, "Circle", 0, CIRCLE, import),
+                (1, "Square", 0, SQUARE, import),
+                (4, "Circle", 0, CIRCLE, 0),
+                (5, "Square", 0, SQUARE, 0),
+                (6, "area", 0, CIRCLE_AREA, read),
+                (6, "area", 1, SQUARE_AREA, read),
+                (7, "area", 0, "local 0", def),
+                (7, "area", 1, CIRCLE_AREA, read),
+            ],
+        );
+        let mut index = Index::new();
+        index.documents = vec![shapes, main];
+        scip::write_message_to_file(repo.join("index.scip"), index).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_index_scip_references_are_exact_and_tell_same_named_symbols_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("shapes");
+    scip_fixture::write(&repo);
+    let fixture = Fixture::at(dir, repo).await;
+    let report = fixture.index().await;
+    assert_eq!(
+        (
+            report["files"].as_u64(),
+            report["scip_documents"].as_u64(),
+            report["scip_occurrences"].as_u64()
+        ),
+        (Some(3), Some(2), Some(14)),
+        "{report}"
+    );
+
+    // Circle's area, by the stableId search_symbols gives its definition:
+    // its two calls, not Square's `s.area()` nor the local `area`, which
+    // any search by name counts.
+    let found = fixture
+        .call(
+            "search_symbols",
+            json!({"repo": fixture.repo(), "query": "area", "kind": "method"}),
+        )
+        .await;
+    let ids: Vec<&str> = found.summary()["topItems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["stableId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["src/shapes.rs:5:area", "src/shapes.rs:9:area"]);
+    let circle = fixture
+        .call(
+            "find_references",
+            json!({"repo": fixture.repo(), "symbol": "src/shapes.rs:5:area"}),
+        )
+        .await;
+    assert_eq!(
+        places(&circle.items()),
+        [
+            "src/shapes.rs:5:12 definition",
+            "src/main.rs:6:25 reference",
+            "src/main.rs:7:18 reference",
+        ]
+    );
+    for (_, item) in circle.items() {
+        assert_eq!(item["backend"], "scip");
+        assert_eq!(item["symbolId"], scip_fixture::CIRCLE_AREA);
+    }
+    assert_eq!(
+        circle.items()[1].1["context"],
+        "println!(\"{} {}\", c.area(), s.area());"
+    );
+    let summary = circle.summary();
+    assert_eq!(summary["totalCount"], 3);
+    assert_eq!(summary["provenance"]["completeness"], "exact");
+    assert_eq!(summary["provenance"]["backends"], json!(["scip"]));
+    assert_eq!(
+        summary["symbols"],
+        json!([{"symbolId": scip_fixture::CIRCLE_AREA, "name": "area", "kind": "Method",
+                "docs": "The area of the circle.", "definitions": 1, "references": 2}])
+    );
+    // The SCIP symbol itself names it as well.
+    let square = fixture
+        .call(
+            "find_references",
+            json!({"repo": fixture.repo(), "symbol": scip_fixture::SQUARE_AREA}),
+        )
+        .await;
+    assert_eq!(
+        places(&square.items()),
+        [
+            "src/shapes.rs:9:12 definition",
+            "src/main.rs:6:35 reference"
+        ]
+    );
+
+    // By name: every symbol of that name, each use saying which; the
+    // Python file SCIP does not cover answers from tags and text.
+    let by_name = fixture
+        .call(
+            "find_references",
+            json!({"repo": fixture.repo(), "symbol": "area"}),
+        )
+        .await;
+    let described: Vec<String> = by_name
+        .items()
+        .iter()
+        .map(|(_, item)| {
+            let at = &item["location"];
+            format!(
+                "{}:{}:{} {} {} {}",
+                at["fileId"].as_str().unwrap(),
+                at["startLine"],
+                at["startColumn"],
+                item["kind"].as_str().unwrap(),
+                item["backend"].as_str().unwrap(),
+                item["symbolId"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        described,
+        [
+            "scripts/plot.py:1:5 definition tags -",
+            "src/main.rs:7:9 definition scip local 0 @ src/main.rs",
+            format!(
+                "src/shapes.rs:5:12 definition scip {}",
+                scip_fixture::CIRCLE_AREA
+            )
+            .as_str(),
+            format!(
+                "src/shapes.rs:9:12 definition scip {}",
+                scip_fixture::SQUARE_AREA
+            )
+            .as_str(),
+            "scripts/plot.py:4:7 call tags -",
+            format!(
+                "src/main.rs:6:25 reference scip {}",
+                scip_fixture::CIRCLE_AREA
+            )
+            .as_str(),
+            format!(
+                "src/main.rs:6:35 reference scip {}",
+                scip_fixture::SQUARE_AREA
+            )
+            .as_str(),
+            format!(
+                "src/main.rs:7:18 reference scip {}",
+                scip_fixture::CIRCLE_AREA
+            )
+            .as_str(),
+        ]
+    );
+    let summary = by_name.summary();
+    assert_eq!(summary["provenance"]["completeness"], "mixed");
+    assert_eq!(
+        summary["provenance"]["backends"],
+        json!(["scip", "tags", "text"])
+    );
+    let counts: Vec<(String, u64, u64)> = summary["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["symbolId"].as_str().unwrap().to_owned(),
+                s["definitions"].as_u64().unwrap(),
+                s["references"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("local 0 @ src/main.rs".to_owned(), 1, 0),
+            (scip_fixture::CIRCLE_AREA.to_owned(), 1, 2),
+            (scip_fixture::SQUARE_AREA.to_owned(), 1, 1),
+        ]
+    );
+
+    // understand takes its uses from SCIP too, and their callers from tags.
+    let understood = fixture
+        .call(
+            "understand",
+            json!({"repo": fixture.repo(), "symbol": "src/shapes.rs:5:area"}),
+        )
+        .await;
+    let summary = understood.summary();
+    assert_eq!(
+        summary["references"]["byFile"],
+        json!([{"file": "src/main.rs", "count": 2, "references": [
+            {"line": 6, "kind": "reference", "context": "println!(\"{} {}\", c.area(), s.area());"},
+            {"line": 7, "kind": "reference", "context": "let area = c.area();"},
+        ]}])
+    );
+    assert_eq!(summary["callers"][0]["stableId"], "src/main.rs:3:main");
+    assert_eq!(summary["callers"][0]["calls"], 2);
+    assert_eq!(summary["provenance"]["completeness"], "mixed");
+    assert_eq!(summary["provenance"]["backends"], json!(["scip", "tags"]));
+
+    // Without the index.scip, the answers are syntactic again.
+    std::fs::remove_file(fixture.repo.join("index.scip")).unwrap();
+    let report = fixture.index().await;
+    assert_eq!(report["scip_documents"], 0);
+    let again = fixture
+        .call(
+            "find_references",
+            json!({"repo": fixture.repo(), "symbol": "src/shapes.rs:5:area"}),
+        )
+        .await;
+    assert_eq!(again.summary()["provenance"]["completeness"], "syntactic");
+    // By name, Square's call and the local variable are counted too.
+    assert_eq!(
+        places(&again.items()),
+        [
+            "scripts/plot.py:1:5 definition",
+            "src/shapes.rs:5:12 definition",
+            "src/shapes.rs:9:12 definition",
+            "scripts/plot.py:4:7 call",
+            "src/main.rs:6:25 mention",
+            "src/main.rs:6:35 mention",
+            "src/main.rs:7:9 mention",
+            "src/main.rs:7:18 call",
+        ]
+    );
+    assert_eq!(
+        again.events.iter().find_map(|e| match &e.kind {
+            EventKind::Warning(w) => Some(w.message.clone()),
+            _ => None,
+        }),
+        Some(
+            "the repository has no SCIP index: answering for every symbol named \"area\""
+                .to_owned()
+        )
+    );
+}
+
+/// The polyglot fixture as a git repository of three commits: all of it,
+/// then py/geometry.py with its test, then py/geometry.py with
+/// src/shapes.rs (each edit a comment at the end, so lines stay put).
+async fn git_fixture() -> Fixture {
+    let fixture = Fixture::new().await;
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&fixture.repo)
+            .args([
+                "-c",
+                "user.name=weir",
+                "-c",
+                "user.email=weir@example.invalid",
+            ])
+            .args(["-c", "commit.gpgsign=false"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+    };
+    let append = |path: &str, text: &str| {
+        let path = fixture.repo.join(path);
+        let mut body = std::fs::read_to_string(&path).unwrap();
+        body.push_str(text);
+        std::fs::write(path, body).unwrap();
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "all of it"]);
+    append("py/geometry.py", "# with its test\n");
+    append("tests/test_geometry.py", "# with geometry\n");
+    git(&["commit", "-q", "-am", "geometry and its test"]);
+    append("py/geometry.py", "# with shapes\n");
+    append("src/shapes.rs", "// with geometry\n");
+    git(&["commit", "-q", "-am", "geometry and shapes"]);
+    fixture
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn understand_gives_definition_uses_callers_and_callees() {
+    let fixture = Fixture::new().await;
+    fixture.index().await;
+    let run = fixture
+        .call(
+            "understand",
+            json!({"repo": fixture.repo(), "symbol": "total_area"}),
+        )
+        .await;
+    let summary = run.summary();
+    assert_eq!(
+        summary["definition"]["stableId"],
+        "py/geometry.py:16:total_area"
+    );
+    assert_eq!(
+        summary["definition"]["location"]["endLine"], 17,
+        "the body's span"
+    );
+    assert_eq!(
+        summary["definition"]["signature"],
+        "def total_area(shapes):"
+    );
+    assert_eq!(summary["ambiguity"]["matchCount"], 2);
+    assert_eq!(
+        summary["ambiguity"]["topMatches"],
+        json!([
+            "py/geometry.py:16:total_area",
+            "src/shapes.rs:17:total_area"
+        ])
+    );
+    assert_eq!(
+        summary["references"]["byFile"],
+        json!([{"file": "tests/test_geometry.py", "count": 1, "references": [
+            {"line": 6, "kind": "call", "context": "assert total_area([Rect(1, 1)]) == 1"}
+        ]}])
+    );
+    let callers: Vec<(&str, u64)> = summary["callers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["stableId"].as_str().unwrap(),
+                c["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(callers, [("tests/test_geometry.py:4:test_area", 1)]);
+    assert_eq!(
+        summary["callees"],
+        json!([
+            {"name": "sum", "kind": "call", "calls": 1, "definedAt": []},
+            {"name": "area", "kind": "call", "calls": 1, "definedAt": ["py/geometry.py:11:area", "src/shapes.rs:8:area", "web/app.js:10:area"]},
+        ])
+    );
+    assert_eq!(summary["relatedTests"], json!(["tests/test_geometry.py"]));
+    // Streamed in stages: the definition, the uses by file, the call graph.
+    let groups = groups(&run);
+    assert_eq!(
+        groups,
+        ["definition", "tests/test_geometry.py", "callers", "callees"]
+    );
+
+    // A stableId picks one definition; an unknown name is a clear error.
+    let rust = fixture
+        .call(
+            "understand",
+            json!({"repo": fixture.repo(), "symbol": "src/shapes.rs:17:total_area"}),
+        )
+        .await;
+    assert_eq!(rust.summary()["definition"]["docs"], Value::Null);
+    assert_eq!(rust.summary()["ambiguity"], Value::Null);
+    assert_eq!(
+        rust.summary()["callees"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["iter", "map", "area", "sum"]
+    );
+    let missing = fixture
+        .call(
+            "understand",
+            json!({"repo": fixture.repo(), "symbol": "no_such_thing"}),
+        )
+        .await;
+    let EventKind::Failed(failed) = &missing.events.last().unwrap().kind else {
+        panic!("an unknown symbol fails the call")
+    };
+    assert_eq!(
+        failed.error.message,
+        "no definition of \"no_such_thing\" in the index"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepare_change_weighs_callers_tests_and_git_history() {
+    let fixture = git_fixture().await;
+    let report = fixture.index().await;
+    assert_eq!(report["git_commits"], 3, "{report}");
+    let run = fixture
+        .call(
+            "prepare_change",
+            json!({"repo": fixture.repo(), "symbol": "py/geometry.py:16:total_area"}),
+        )
+        .await;
+    let summary = run.summary();
+    assert_eq!(
+        summary["target"]["stableId"],
+        "py/geometry.py:16:total_area"
+    );
+    let direct: Vec<&str> = summary["directDependents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["stableId"].as_str().unwrap())
+        .collect();
+    assert_eq!(direct, ["tests/test_geometry.py:4:test_area"]);
+    assert_eq!(
+        summary["transitiveImpact"],
+        json!({"totalCallers": 1, "moduleSpread": 2, "maxDepth": 1, "depthBound": 3,
+               "byDepth": [{"depth": 1, "callers": 1}], "truncated": false})
+    );
+    assert_eq!(summary["relatedTests"], json!(["tests/test_geometry.py"]));
+    assert_eq!(
+        summary["coChangeFiles"],
+        json!([
+            {"file": "src/shapes.rs", "commits": 2, "ratio": 0.67},
+            {"file": "tests/test_geometry.py", "commits": 2, "ratio": 0.67},
+            {"file": ".gitignore", "commits": 1, "ratio": 0.33},
+            {"file": "go/server.go", "commits": 1, "ratio": 0.33},
+            {"file": "web/app.js", "commits": 1, "ratio": 0.33},
+            {"file": "web/types.ts", "commits": 1, "ratio": 0.33},
+        ])
+    );
+    let risk = &summary["riskAssessment"];
+    assert_eq!(risk["level"], "low");
+    assert_eq!(risk["score"], 0.11);
+    let factors: Vec<(&str, f64)> = risk["factors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["factor"].as_str().unwrap(), f["value"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(
+        factors,
+        [
+            ("directDependents", 1.0),
+            ("transitiveCallers", 1.0),
+            ("moduleSpread", 2.0),
+            ("noRelatedTests", 0.0),
+            ("churn", 3.0),
+        ]
+    );
+    assert_eq!(summary["provenance"]["backends"], json!(["tags", "git"]));
+    let groups = groups(&run);
+    assert_eq!(groups, ["target", "impact depth 1", "tests", "cochange"]);
+
+    // Deeper: `square` in Rust is called by Circle::area, which
+    // total_area calls.
+    let square = fixture
+        .call(
+            "prepare_change",
+            json!({"repo": fixture.repo(), "symbol": "src/shapes.rs:13:square", "depth": 2}),
+        )
+        .await;
+    let impact: Vec<String> = square
+        .items()
+        .into_iter()
+        .filter(|(group, _)| group.starts_with("impact"))
+        .map(|(_, i)| {
+            format!(
+                "{} {} via {}",
+                i["depth"],
+                i["stableId"].as_str().unwrap(),
+                i["via"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        impact,
+        [
+            "1 src/shapes.rs:8:area via square",
+            "2 py/geometry.py:16:total_area via area",
+            "2 src/shapes.rs:17:total_area via area",
+            "2 tests/test_geometry.py:4:test_area via area",
+            "2 web/app.js:2:render via area",
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explore_shows_a_directory_its_dependencies_and_hot_spots() {
+    let fixture = git_fixture().await;
+    fixture.index().await;
+    let run = fixture
+        .call("explore", json!({"repo": fixture.repo(), "path": "py/"}))
+        .await;
+    let summary = run.summary();
+    assert_eq!(summary["path"], "py");
+    assert_eq!(
+        summary["overview"],
+        json!({"fileCount": 1, "testFileCount": 0, "symbolCount": 5, "languages": {"python": 1}})
+    );
+    assert_eq!(summary["symbolsByKind"], json!({"class": 1, "function": 4}));
+    let key: Vec<(&str, u64)> = summary["keySymbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["name"].as_str().unwrap(),
+                k["usedFromOutside"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        key,
+        [
+            ("Rect", 2),
+            ("total_area", 1),
+            ("__init__", 0),
+            ("area", 0),
+            ("hypot", 0)
+        ]
+    );
+    assert_eq!(
+        summary["dependencies"],
+        json!({"outgoing": [], "incoming": [{"file": "tests/test_geometry.py", "strength": 3}]})
+    );
+    assert_eq!(summary["hotspots"][0]["file"], "py/geometry.py");
+    assert_eq!(summary["hotspots"][0]["commits"], 3);
+    assert_eq!(
+        summary["health"],
+        json!({"scipAvailable": false, "gitAvailable": true})
+    );
+    // get_architecture weighs modules by the same history.
+    let arch = fixture
+        .call(
+            "get_architecture",
+            json!({"repo": fixture.repo(), "granularity": "directory"}),
+        )
+        .await;
+    let mut churn: Vec<(String, u64)> = arch.summary()["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["moduleId"].as_str().unwrap().to_owned(),
+                m["churn"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    churn.sort();
+    assert_eq!(
+        churn,
+        [
+            ("go".into(), 1),
+            ("py".into(), 3),
+            ("src".into(), 2),
+            ("web".into(), 2)
+        ]
+    );
+    assert_eq!(
+        arch.summary()["hotspots"][0],
+        json!({"file": "py/geometry.py", "commits": 3, "lastChangeMs": arch.summary()["hotspots"][0]["lastChangeMs"]})
+    );
+    let groups = groups(&run);
+    assert_eq!(groups, ["py/geometry.py", "dependencies incoming"]);
+
+    let whole = fixture
+        .call("explore", json!({"repo": fixture.repo(), "path": "."}))
+        .await;
+    assert_eq!(whole.summary()["overview"]["fileCount"], 6);
+    let nowhere = fixture
+        .call(
+            "explore",
+            json!({"repo": fixture.repo(), "path": "nowhere"}),
+        )
+        .await;
+    let EventKind::Failed(failed) = &nowhere.events.last().unwrap().kind else {
+        panic!("a path with no files fails the call")
+    };
+    assert!(
+        failed.error.message.contains("no indexed source file"),
+        "{}",
+        failed.error.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_parse_keeps_the_run_talking_with_heartbeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("one-big-file");
+    std::fs::create_dir_all(&repo).unwrap();
+    // One file near the size limit: its parse is one long silence.
+    let body: String = (0..30_000)
+        .map(|i| format!("fn f{i}(x: u32) -> u32 {{ g{i}(x) + 1 }}\n"))
+        .collect();
+    std::fs::write(repo.join("big.rs"), body).unwrap();
+    let every = Duration::from_millis(100);
+    let fixture = Fixture::configured(dir, repo, |config| config.heartbeat = every).await;
+    let started = Instant::now();
+    let run = fixture
+        .call("index_repo", json!({"path": fixture.repo()}))
+        .await;
+    let took = started.elapsed();
+    assert_eq!(run.summary()["definitions"], 30_000);
+    let beats: Vec<&weir_core::Progress> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Progress(p)
+                if p.message
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("heartbeat")) =>
+            {
+                Some(p)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        took > every * 5 && beats.len() >= 2,
+        "{} heartbeats in {took:?}",
+        beats.len()
+    );
+    assert_eq!(beats[0].phase.as_deref(), Some("indexing"));
+    // No silence much longer than the heartbeat (the check runs every 100 ms).
+    let gaps = run
+        .events
+        .windows(2)
+        .map(|w| w[1].ts.saturating_sub(w[0].ts))
+        .max()
+        .unwrap();
+    assert!(gaps <= 700, "a silence of {gaps} ms");
 }

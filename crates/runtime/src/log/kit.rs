@@ -35,8 +35,9 @@ pub fn append_target(events: &[RunEvent]) -> Option<&RunId> {
 }
 
 /// The run that appending `events` to an unknown run creates: only a log
-/// that starts with `started` may create its run. It has no owner: a run
-/// gets one only when it is registered ([`EventLog::create_run`]).
+/// that starts with `started` may create its run. It has no owner and no
+/// parent: a run gets those only when it is registered
+/// ([`EventLog::create_run`]).
 ///
 /// [`EventLog::create_run`]: super::EventLog::create_run
 pub fn run_started_by(events: &[RunEvent]) -> Result<NewRun, LogError> {
@@ -51,6 +52,7 @@ pub fn run_started_by(events: &[RunEvent]) -> Result<NewRun, LogError> {
         node: started.node.clone(),
         ts: first.ts,
         owner: None,
+        parent: None,
     })
 }
 

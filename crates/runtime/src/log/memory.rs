@@ -69,6 +69,7 @@ fn new_run(run: NewRun) -> MemoryRun {
             updated_ts: run.ts,
             finished_ts: None,
             owner: run.owner,
+            parent: run.parent,
         },
         batches: Vec::new(),
         artifacts: HashMap::new(),

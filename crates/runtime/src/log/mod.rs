@@ -47,6 +47,11 @@ pub struct NewRun {
     /// `None` when the server has no credentials (a local client, or HTTP
     /// without tokens). Servers show a run only to its owner and to admins.
     pub owner: Option<String>,
+    /// The run that started this one through its
+    /// [`RunContext::call`](crate::RunContext::call) (a child run: it
+    /// inherits its parent's owner and ends when its parent does); `None`
+    /// for a run a client started.
+    pub parent: Option<RunId>,
 }
 
 /// What a store knows about a run without reading its events.
@@ -74,6 +79,10 @@ pub struct RunSummary {
     /// it has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The run that started it (see [`NewRun::parent`]); left out of its
+    /// JSON when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<RunId>,
 }
 
 impl RunSummary {

@@ -5,8 +5,11 @@
 //! admits a call (arguments, slots, the bounded queue); `run.rs` is a run's
 //! task, from its queue place to its terminal event (timeout, cancel, panic
 //! capture); `recovery.rs` closes the runs a stopped node left open, and
-//! `retention.rs` deletes old ones.
+//! `retention.rs` deletes old ones. `peers.rs` is the seam to other nodes
+//! sharing the store (a cancel for a run executing elsewhere); a single
+//! node has none.
 
+mod peers;
 mod recovery;
 mod retention;
 mod run;
@@ -15,18 +18,19 @@ mod submit;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use weir_core::{RunEvent, RunId};
+use weir_core::RunId;
 
+pub use crate::handle::{RunHandle, SubmitError};
 use crate::input::{InputRequest, InputSlot};
 use crate::log::{EventLog, LogError};
 use crate::tool::{Tool, ToolInfo};
 
+pub use peers::{Offer, Peers};
 pub use recovery::recover_interrupted;
 
 /// How the scheduler runs things.
@@ -73,43 +77,9 @@ pub struct RunOptions {
     /// without it, the tool's questions fail with `AskError::NoResponder`.
     pub input_requests: Option<mpsc::Sender<InputRequest>>,
     /// Who starts the run (the caller's credential), kept in its summary;
-    /// `None` when the server has no credentials.
+    /// `None` when the server has no credentials. A child run
+    /// (`RunContext::call`) has its parent's, whatever this says.
     pub owner: Option<String>,
-}
-
-/// Why a call did not become a run.
-#[derive(Debug, thiserror::Error)]
-pub enum SubmitError {
-    /// No tool of that name is registered.
-    #[error("unknown tool {name:?}; available tools: {available}")]
-    UnknownTool {
-        /// The name asked for.
-        name: String,
-        /// The names that exist, comma-separated.
-        available: String,
-    },
-    /// The arguments do not fit the tool's input schema.
-    #[error("invalid arguments for tool {tool:?}: {message}")]
-    InvalidArguments {
-        /// The tool.
-        tool: String,
-        /// What is wrong, naming the field.
-        message: String,
-    },
-    /// The queue is full.
-    #[error(
-        "weir is busy: {queued} runs are already waiting (the queue limit); retry in about {}s, or raise the queue limit",
-        retry_after.as_secs().max(1)
-    )]
-    Busy {
-        /// Runs waiting now.
-        queued: usize,
-        /// A reasonable time to wait before retrying.
-        retry_after: Duration,
-    },
-    /// The store refused to register the run.
-    #[error(transparent)]
-    Log(#[from] LogError),
 }
 
 /// Why the scheduler could not start.
@@ -121,27 +91,6 @@ pub enum StartError {
     /// Recovery of interrupted runs failed.
     #[error("could not close the runs a previous stop interrupted: {0}")]
     Recovery(#[from] LogError),
-}
-
-/// A submitted run.
-#[derive(Debug)]
-pub struct RunHandle {
-    run_id: RunId,
-    finished: JoinHandle<Option<RunEvent>>,
-}
-
-impl RunHandle {
-    /// The run's id.
-    pub fn run_id(&self) -> &RunId {
-        &self.run_id
-    }
-
-    /// Waits for the run to end; returns its terminal event, or `None` if the
-    /// store would not take it (start-up recovery will close the run).
-    /// Dropping the handle instead leaves the run going.
-    pub async fn finished(self) -> Option<RunEvent> {
-        self.finished.await.ok().flatten()
-    }
 }
 
 /// Executes tools as runs. Cheap to clone.
@@ -157,6 +106,8 @@ struct Inner {
     queued: AtomicUsize,
     config: SchedulerConfig,
     active: Mutex<HashMap<RunId, Cancel>>,
+    /// The other nodes sharing the store, when there are any.
+    peers: OnceLock<Arc<dyn Peers>>,
 }
 
 struct Registered {
@@ -165,13 +116,22 @@ struct Registered {
     slots: Arc<Semaphore>,
 }
 
-/// A run's cancellation: the token and who pulled it; and where its
-/// questions to the caller go.
+/// A run's cancellation: the token and who pulled it; where its questions
+/// to the caller go; the child runs it started (`RunContext::call`), and
+/// whether it has ended.
 #[derive(Clone, Default)]
 struct Cancel {
     token: CancellationToken,
     reason: Arc<Mutex<Option<String>>>,
+    /// The reason a child run gives when its token fired because its
+    /// parent's did (the parent was cancelled or timed out), which sets no
+    /// reason of its own on the child.
+    inherited: Option<Arc<str>>,
     inputs: InputSlot,
+    children: Arc<Mutex<Vec<Cancel>>>,
+    /// Cancelled once the run's terminal event is written (or the store
+    /// refused it): what a parent waits for before it ends.
+    ended: CancellationToken,
 }
 
 impl Cancel {
@@ -180,8 +140,59 @@ impl Cancel {
             .lock()
             .expect("cancel reason lock")
             .clone()
+            .or_else(|| self.inherited.as_deref().map(str::to_owned))
             .unwrap_or_else(|| "canceled".into())
     }
+
+    /// Cancels with `reason` unless a reason is set already.
+    fn pull(&self, reason: &str) {
+        self.reason
+            .lock()
+            .expect("cancel reason lock")
+            .get_or_insert_with(|| reason.to_owned());
+        self.token.cancel();
+    }
+
+    /// A child's cancellation: its token fires with this one's (a
+    /// cancelled or timed-out parent stops its children).
+    fn child(&self, parent: &RunId) -> Cancel {
+        Cancel {
+            token: self.token.child_token(),
+            inherited: Some(format!("its parent run {parent} was stopped").into()),
+            inputs: Arc::new(Mutex::new(
+                self.inputs.lock().expect("input slot lock").clone(),
+            )),
+            ..Cancel::default()
+        }
+    }
+
+    /// Stops the children still running (`reason`) and waits until each
+    /// has written its terminal event: a parent never ends before its
+    /// children.
+    async fn end_children(&self, reason: &str) {
+        let children = std::mem::take(&mut *self.children.lock().expect("children lock"));
+        for child in &children {
+            if !child.ended.is_cancelled() {
+                child.pull(reason);
+            }
+        }
+        for child in &children {
+            child.ended.cancelled().await;
+        }
+    }
+}
+
+/// What a run needs to start children: the scheduler (weakly: a run must
+/// not keep a stopped scheduler alive), its own cancellation, its owner.
+/// Held by its [`RunContext`](crate::RunContext).
+#[derive(Clone)]
+pub(crate) struct Lineage {
+    scheduler: std::sync::Weak<Inner>,
+    run_id: RunId,
+    /// Whether this run is a child (it takes no global slot).
+    child: bool,
+    cancel: Cancel,
+    owner: Option<String>,
 }
 
 impl Scheduler {
@@ -214,6 +225,7 @@ impl Scheduler {
             queued: AtomicUsize::new(0),
             config,
             active: Mutex::default(),
+            peers: OnceLock::new(),
         });
         if let Some(retention) = inner.config.retention {
             retention::spawn(Arc::downgrade(&inner), retention);
@@ -241,20 +253,39 @@ impl Scheduler {
         self.inner.queued.load(Ordering::SeqCst)
     }
 
-    /// Cancels a run executing or queued on this node. Returns `false` when
-    /// no such run is active here (unknown, or already ended).
+    /// Cancels a run executing or queued on this node, or, when it is not
+    /// active here and other nodes share the store ([`Scheduler::join_peers`]),
+    /// asks them to. Returns `false` when no such run is active here and
+    /// there is nobody else to ask (unknown, or already ended).
     pub fn cancel(&self, run_id: &RunId, reason: &str) -> bool {
+        if self.cancel_here(run_id, reason) {
+            return true;
+        }
+        match self.inner.peers.get() {
+            Some(peers) => {
+                peers.cancel_elsewhere(run_id, reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancels a run executing or queued on this node only. Returns `false`
+    /// when no such run is active here.
+    pub fn cancel_here(&self, run_id: &RunId, reason: &str) -> bool {
         let active = self.inner.active.lock().expect("active runs lock");
         let Some(cancel) = active.get(run_id) else {
             return false;
         };
-        cancel
-            .reason
-            .lock()
-            .expect("cancel reason lock")
-            .get_or_insert_with(|| reason.to_owned());
-        cancel.token.cancel();
+        cancel.pull(reason);
         true
+    }
+
+    /// Connects this node to the others sharing its store, once: from then
+    /// on a cancel for a run that is not active here goes to them. A second
+    /// call is ignored.
+    pub fn join_peers(&self, peers: Arc<dyn Peers>) {
+        let _ = self.inner.peers.set(peers);
     }
 
     /// Stops this node cleanly: cancels every active run with `reason` and

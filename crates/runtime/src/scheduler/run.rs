@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
-use weir_core::{Canceled, EventKind, Failed, FailureCode, RunError, RunEvent, RunId, Started};
+use weir_core::{Canceled, EventKind, Failed, FailureCode, RunError, RunEvent, Started};
 
 use super::slots::{Slots, take_slots};
-use super::{Cancel, Inner};
+use super::{Cancel, Inner, Lineage};
 use crate::context::{Command, RunContext, write_run};
 use crate::tool::Tool;
 
@@ -29,19 +29,20 @@ pub(super) struct Arguments {
 /// One run from queue to terminal event.
 pub(super) async fn execute(
     inner: &Arc<Inner>,
-    run_id: &RunId,
     tool: &str,
     arguments: Arguments,
     timeout: Duration,
-    cancel: &Cancel,
+    lineage: Lineage,
     slots: Option<Slots>,
 ) -> Option<RunEvent> {
+    let run_id = &lineage.run_id.clone();
+    let cancel = &lineage.cancel.clone();
     let registered = &inner.tools[tool];
     let slots = match slots {
         Some(slots) => Some(slots),
         None => {
             let waited = tokio::select! {
-                slots = take_slots(&registered.slots, &inner.all_slots) => Some(slots),
+                slots = take_slots(&registered.slots, (!lineage.child).then_some(&inner.all_slots)) => Some(slots),
                 () = cancel.token.cancelled() => None,
             };
             inner.queued.fetch_sub(1, Ordering::SeqCst);
@@ -78,10 +79,16 @@ pub(super) async fn execute(
                 Some(tokio::time::Instant::now() + timeout),
                 inner.log.clone(),
                 cancel.inputs.clone(),
+                Some(Arc::new(lineage)),
             );
             run_tool(registered.tool.clone(), ctx, given, timeout, cancel).await
         }
     };
+    // Children the tool left running end first: the parent's terminal
+    // event is the last word on the whole tree.
+    cancel
+        .end_children(&format!("its parent run {run_id} ended"))
+        .await;
     let _ = commands.send(Command::Emit(terminal)).await;
     drop(commands);
     writer.await.ok().flatten()

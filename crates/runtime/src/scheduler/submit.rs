@@ -1,6 +1,7 @@
 //! Admitting a call: its arguments, a slot now or a place in the bounded
 //! queue, and the run's task.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -8,8 +9,9 @@ use serde_json::Value;
 use weir_core::RunId;
 
 use super::slots::try_take_slots;
-use super::{Cancel, RunHandle, RunOptions, Scheduler, SubmitError, run};
+use super::{Cancel, Lineage, RunHandle, RunOptions, Scheduler, SubmitError, run};
 use crate::context::now_ms;
+use crate::handle::Spawn;
 use crate::log::NewRun;
 
 impl Scheduler {
@@ -23,6 +25,22 @@ impl Scheduler {
         arguments: Value,
         options: RunOptions,
     ) -> Result<RunHandle, SubmitError> {
+        self.admit(tool, arguments, options, None).await
+    }
+
+    /// [`Scheduler::submit`], for a client's run (`parent: None`) or a
+    /// child of the run `parent` describes: that one records its parent,
+    /// takes its owner, and is stopped with it.
+    pub(super) async fn admit(
+        &self,
+        tool: &str,
+        arguments: Value,
+        mut options: RunOptions,
+        parent: Option<&Lineage>,
+    ) -> Result<RunHandle, SubmitError> {
+        if let Some(parent) = parent {
+            options.owner = parent.owner.clone();
+        }
         let inner = &self.inner;
         let registered = inner
             .tools
@@ -37,8 +55,15 @@ impl Scheduler {
                 message,
             },
         )?;
-        let slots = match try_take_slots(&registered.slots, &inner.all_slots) {
+        // A child runs in its parent's global slot (see slots.rs).
+        let global = parent.is_none().then_some(&inner.all_slots);
+        let slots = match try_take_slots(&registered.slots, global) {
             Some(slots) => Some(slots),
+            // No slot here: with peers that take offers, another node may
+            // have one (peers.rs).
+            None if parent.is_none() && self.offers() => {
+                return self.offer(tool, arguments, options).await;
+            }
             None => {
                 let max = inner.config.max_queue;
                 inner
@@ -65,7 +90,8 @@ impl Scheduler {
                 arguments: stored.clone(),
                 node: inner.config.node.clone(),
                 ts: now_ms(),
-                owner: options.owner,
+                owner: options.owner.clone(),
+                parent: parent.map(|parent| parent.run_id.clone()),
             })
             .await;
         if let Err(error) = created {
@@ -74,13 +100,31 @@ impl Scheduler {
             }
             return Err(error.into());
         }
-        let cancel = Cancel::default();
-        *cancel.inputs.lock().expect("input slot lock") = options.input_requests;
+        let cancel = match parent {
+            // A child asks its questions where its parent does.
+            Some(parent) => parent.cancel.child(&parent.run_id),
+            None => Cancel::default(),
+        };
+        if parent.is_none() {
+            *cancel.inputs.lock().expect("input slot lock") = options.input_requests;
+        }
+        if let Some(parent) = parent {
+            let mut children = parent.cancel.children.lock().expect("children lock");
+            children.retain(|child| !child.ended.is_cancelled());
+            children.push(cancel.clone());
+        }
         inner
             .active
             .lock()
             .expect("active runs lock")
             .insert(run_id.clone(), cancel.clone());
+        let lineage = Lineage {
+            scheduler: Arc::downgrade(&self.inner),
+            run_id: run_id.clone(),
+            child: parent.is_some(),
+            cancel: cancel.clone(),
+            owner: options.owner,
+        };
         let timeout = options
             .timeout
             .or(registered.info.timeout)
@@ -93,9 +137,9 @@ impl Scheduler {
                 given: arguments,
                 stored,
             };
-            let terminal =
-                run::execute(&inner, &id, &tool, arguments, timeout, &cancel, slots).await;
+            let terminal = run::execute(&inner, &tool, arguments, timeout, lineage, slots).await;
             inner.active.lock().expect("active runs lock").remove(&id);
+            cancel.ended.cancel();
             terminal
         });
         Ok(RunHandle { run_id, finished })
@@ -104,4 +148,30 @@ impl Scheduler {
 
 fn new_run_id() -> RunId {
     RunId::parse(&uuid::Uuid::now_v7().simple().to_string()).expect("a uuid is a valid run id")
+}
+
+#[async_trait::async_trait]
+impl Spawn for Lineage {
+    async fn spawn(
+        &self,
+        tool: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+    ) -> Option<Result<RunHandle, SubmitError>> {
+        let scheduler = Scheduler {
+            inner: self.scheduler.upgrade()?,
+        };
+        let options = RunOptions {
+            timeout,
+            ..RunOptions::default()
+        };
+        Some(scheduler.admit(tool, arguments, options, Some(self)).await)
+    }
+
+    fn tools(&self) -> Vec<String> {
+        self.scheduler
+            .upgrade()
+            .map(|inner| inner.tools.keys().cloned().collect())
+            .unwrap_or_default()
+    }
 }

@@ -236,6 +236,7 @@ pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {
                 node: node.into(),
                 ts: 100 + i as u64,
                 owner: None,
+                parent: None,
             })
             .await
             .unwrap();
@@ -248,6 +249,7 @@ pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {
                 node: "n1".into(),
                 ts: 1,
                 owner: None,
+                parent: None,
             })
             .await;
         assert!(matches!(again, Err(LogError::RunExists(_))));
@@ -377,6 +379,7 @@ pub fn summaries_keep_the_arguments_a_run_was_given(stores: &impl StoreFactory) 
                     node: "test".into(),
                     ts: 1,
                     owner: None,
+                    parent: None,
                 })
                 .await
                 .unwrap();
@@ -416,6 +419,7 @@ pub fn runs_keep_their_owner_and_are_listed_by_it(stores: &impl StoreFactory) {
                 node: "test".into(),
                 ts: 10 + i as u64,
                 owner: Some(owner.into()),
+                parent: None,
             })
             .await
             .unwrap();
@@ -466,6 +470,58 @@ pub fn runs_keep_their_owner_and_are_listed_by_it(stores: &impl StoreFactory) {
         );
         assert_eq!(listed(Some("carol")).await, []);
         assert_eq!(listed(None).await.len(), 4);
+    });
+}
+
+/// A child run keeps the parent it was registered with through its whole
+/// life, in `get_run` and `list_runs` alike, and so does a parent's summary
+/// its `None`; a run created by its `started` event has none.
+pub fn runs_keep_their_parent(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
+        for (name, parent) in [("plan", None), ("step", Some(run_id("plan")))] {
+            log.create_run(NewRun {
+                run_id: run_id(name),
+                tool: "t".into(),
+                arguments: json!({}),
+                node: "test".into(),
+                ts: 1,
+                owner: Some("alice".into()),
+                parent,
+            })
+            .await
+            .unwrap();
+        }
+        let parent = |name: &'static str| {
+            let log = log.clone();
+            async move { log.get_run(&run_id(name)).await.unwrap().unwrap().parent }
+        };
+        assert_eq!(parent("step").await, Some(run_id("plan")), "pending");
+        log.append(events(&run_id("step"), 0, vec![started("t")]).into())
+            .await
+            .unwrap();
+        assert_eq!(parent("step").await, Some(run_id("plan")), "started");
+        log.append(events(&run_id("step"), 1, vec![done()]).into())
+            .await
+            .unwrap();
+        assert_eq!(parent("step").await, Some(run_id("plan")), "ended");
+        assert_eq!(parent("plan").await, None);
+        log.append(events(&run_id("loose"), 0, vec![started("t")]).into())
+            .await
+            .unwrap();
+        assert_eq!(parent("loose").await, None, "created by its started event");
+        let listed: Vec<_> = log
+            .list_runs(&RunFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|run| (run.run_id.to_string(), run.parent.map(|p| p.to_string())))
+            .collect();
+        assert!(
+            listed.contains(&("step".to_owned(), Some("plan".to_owned()))),
+            "{listed:?}"
+        );
+        assert!(listed.contains(&("plan".to_owned(), None)), "{listed:?}");
     });
 }
 

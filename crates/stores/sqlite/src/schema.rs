@@ -10,7 +10,7 @@ use crate::queries::started_arguments;
 
 /// Bump when the schema changes; a newer file is refused, not misread, and
 /// an older one is migrated when opened.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 /// `runs.arguments` is NULL when the run's arguments are those of its
 /// `started` event (seq 0), which then keeps the only copy: a run's
@@ -18,7 +18,9 @@ const SCHEMA_VERSION: i64 = 4;
 /// no `started` event yet, so its row keeps them until it starts.
 ///
 /// `runs.owner` is the name of the credential that started the run, NULL
-/// when the server had none (schema 4).
+/// when the server had none (schema 4). `runs.parent` is the id of the run
+/// that started it as a child run, NULL for a run a client started
+/// (schema 5).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     run_key     INTEGER PRIMARY KEY,
@@ -31,7 +33,8 @@ CREATE TABLE IF NOT EXISTS runs (
     created_ts  INTEGER NOT NULL,
     updated_ts  INTEGER NOT NULL,
     finished_ts INTEGER,
-    owner       TEXT
+    owner       TEXT,
+    parent      TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_ts);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs (state);
@@ -77,6 +80,9 @@ pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), LogError
     }
     if (1..=3).contains(&version) {
         migrate_from_3(conn).map_err(db("adding run owners (schema 4)"))?;
+    }
+    if (1..=4).contains(&version) {
+        migrate_from_4(conn).map_err(db("adding run parents (schema 5)"))?;
     }
     conn.execute_batch(SCHEMA)
         .and_then(|()| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
@@ -182,5 +188,23 @@ fn migrate_from_3(conn: &mut Connection) -> rusqlite::Result<()> {
         tx.execute_batch("ALTER TABLE runs ADD COLUMN owner TEXT;")?;
     }
     tx.execute_batch("PRAGMA user_version = 4;")?;
+    tx.commit()
+}
+
+/// Moves a schema 4 log to schema 5: runs get a parent, NULL for every run
+/// written before (child runs did not exist). A log migrated from schema 2
+/// just now has the column already. One transaction: if it is interrupted,
+/// schema 4 stays as it was.
+fn migrate_from_4(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    let has_parent: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('runs') WHERE name = 'parent'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_parent {
+        tx.execute_batch("ALTER TABLE runs ADD COLUMN parent TEXT;")?;
+    }
+    tx.execute_batch("PRAGMA user_version = 5;")?;
     tx.commit()
 }

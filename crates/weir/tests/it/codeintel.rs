@@ -258,3 +258,130 @@ fn a_call_that_runs_out_of_time_is_cancelled_on_the_server() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// A Rust repository with two methods named `area`, and its `index.scip`
+/// written with the scip crate's types (as rust-analyzer would write it).
+fn scip_repo() -> Repo {
+    use scip::types::{Document, Index, Occurrence};
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("shapes");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    let shapes = "pub struct Circle;\npub struct Square;\n\nimpl Circle {\n    pub fn area(&self) -> f64 { 3.14 }\n}\n\nimpl Square {\n    pub fn area(&self) -> f64 { 1.0 }\n}\n";
+    let main = "fn main() {\n    let (c, s) = (shapes::Circle, shapes::Square);\n    println!(\"{} {}\", c.area(), s.area());\n}\n";
+    std::fs::write(repo.join("src/shapes.rs"), shapes).unwrap();
+    std::fs::write(repo.join("src/main.rs"), main).unwrap();
+    let circle = "rust-analyzer cargo shapes 0.1.0 Circle#area().";
+    let square = "rust-analyzer cargo shapes 0.1.0 Square#area().";
+    // (line, column, symbol, roles), 0-based, each an `area`.
+    let document = |path: &str, occurrences: &[(i32, i32, &str, i32)]| {
+        let mut document = Document::new();
+        document.relative_path = path.into();
+        for (line, column, symbol, roles) in occurrences {
+            document.occurrences.push(Occurrence {
+                range: vec![*line, *column, column + 4],
+                symbol: (*symbol).into(),
+                symbol_roles: *roles,
+                ..Default::default()
+            });
+        }
+        document
+    };
+    let mut index = Index::new();
+    index.documents = vec![
+        document("src/shapes.rs", &[(4, 11, circle, 1), (8, 11, square, 1)]),
+        document("src/main.rs", &[(2, 24, circle, 8), (2, 34, square, 8)]),
+    ];
+    scip::write_message_to_file(repo.join("index.scip"), index).unwrap();
+    Repo { dir, repo }
+}
+
+#[test]
+fn with_an_index_scip_find_references_is_exact() {
+    let repo = scip_repo();
+    let (code, lines) = repo.call(
+        "find_references",
+        json!({"repo": repo.path(), "symbol": "src/shapes.rs:5:area"}),
+    );
+    assert_eq!(code, Some(0), "{lines:?}");
+    let places: Vec<String> = items(&lines)
+        .iter()
+        .map(|item| {
+            format!(
+                "{}:{}:{} {} {}",
+                item["location"]["fileId"].as_str().unwrap(),
+                item["location"]["startLine"],
+                item["location"]["startColumn"],
+                item["kind"].as_str().unwrap(),
+                item["backend"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // Circle's area and its one call: not `s.area()` on the same line,
+    // which a search by name cannot tell from it.
+    assert_eq!(
+        places,
+        [
+            "src/shapes.rs:5:12 definition scip",
+            "src/main.rs:3:25 reference scip",
+        ]
+    );
+    let summary = &result(&lines)["structured"];
+    assert_eq!(summary["provenance"]["completeness"], "exact");
+    assert_eq!(summary["provenance"]["backends"], json!(["scip"]));
+    assert_eq!(
+        summary["symbols"][0]["symbolId"],
+        "rust-analyzer cargo shapes 0.1.0 Circle#area()."
+    );
+}
+
+#[test]
+fn the_compound_tools_answer_through_the_server() {
+    let repo = Repo::polyglot();
+    let (code, lines) = repo.call(
+        "understand",
+        json!({"repo": repo.path(), "symbol": "py/geometry.py:16:total_area"}),
+    );
+    assert_eq!(code, Some(0), "{lines:?}");
+    let summary = &result(&lines)["structured"];
+    assert_eq!(
+        summary["definition"]["signature"],
+        "def total_area(shapes):"
+    );
+    assert_eq!(
+        summary["callers"][0]["stableId"],
+        "tests/test_geometry.py:4:test_area"
+    );
+
+    let (code, lines) = repo.call(
+        "prepare_change",
+        json!({"repo": repo.path(), "symbol": "src/shapes.rs:13:square", "depth": 2}),
+    );
+    assert_eq!(code, Some(0), "{lines:?}");
+    let change = result(&lines);
+    let summary = &change["structured"];
+    assert_eq!(summary["transitiveImpact"]["totalCallers"], 5);
+    assert_eq!(summary["transitiveImpact"]["maxDepth"], 2);
+    assert_eq!(summary["relatedTests"], json!(["tests/test_geometry.py"]));
+    // Not a git repository: no co-change, and the answer says so.
+    assert_eq!(summary["coChangeFiles"], json!([]));
+    assert!(
+        summary["provenance"]["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("no git history")
+    );
+    let headline = change["content"][0]["text"].as_str().unwrap();
+    assert!(
+        headline.starts_with("prepare_change src/shapes.rs:13:square: risk "),
+        "{headline}"
+    );
+
+    let (code, lines) = repo.call("explore", json!({"repo": repo.path(), "path": "web"}));
+    assert_eq!(code, Some(0), "{lines:?}");
+    let summary = &result(&lines)["structured"];
+    assert_eq!(
+        summary["symbolsByKind"],
+        json!({"class": 1, "function": 2, "interface": 1, "method": 2}),
+        "the constructor is no tag: JS tags leave it out"
+    );
+}

@@ -47,19 +47,34 @@ const LAYERS: &[Layer] = &[
         external: None,
     },
     Layer {
+        name: "weir-store-redis",
+        normal: Some(ENGINE),
+        dev: ENGINE,
+        external: None,
+    },
+    Layer {
         name: "weir-mcp-wire",
         normal: Some(&[]),
         dev: &[],
         external: Some(&["serde", "serde_json"]),
     },
     Layer {
+        // The HTTP edge: the guard, the run API, the dashboard. Below the MCP
+        // server, which composes its routes with `/mcp`.
+        name: "weir-web",
+        normal: Some(ENGINE),
+        dev: ENGINE,
+        external: None,
+    },
+    Layer {
         name: "weir-mcp",
-        normal: Some(&["weir-core", "weir-runtime", "weir-mcp-wire"]),
+        normal: Some(&["weir-core", "weir-runtime", "weir-mcp-wire", "weir-web"]),
         // Its tests drive it with the fixtures and weir's own client.
         dev: &[
             "weir-core",
             "weir-runtime",
             "weir-mcp-wire",
+            "weir-web",
             "weir-client",
             "weir-fixtures",
         ],

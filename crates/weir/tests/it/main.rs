@@ -2,12 +2,13 @@
 //! area — `weir agent` on the real agent CLIs (`agent`), `runs` over a
 //! data directory (`cli`), `call`/`tools` against servers (`call`), the
 //! code intelligence tools through `weir index` and `weir serve` (`codeintel`), the
-//! critique pack's tools on the real agent CLIs (`critique`), the exec pack through `weir serve` (`exec`) and its
+//! critique pack's tools on the real agent CLIs (`critique`), the runs
+//! dashboard in headless Chromium (`dashboard`), the exec pack through `weir serve` (`exec`) and its
 //! hardening against hostile runs (`exec_hardening`), the real Claude Code
 //! and Gemini CLIs as MCP hosts of `weir serve --stdio` (`hosts`), a tool
 //! waiting on its client's answer (`input`), who can see a run and that
-//! secrets are never read back (`ownership`), llms.txt with the real
-//! small model (`llmstxt`), and the crate layering over
+//! secrets are never read back (`ownership`), plans of tool calls through `weir plan run` (`plan`), llms.txt with the real
+//! small model (`llmstxt`), several nodes on one Redis (`nodes`), and the crate layering over
 //! `cargo metadata` (`layering`).
 
 mod agent;
@@ -16,6 +17,7 @@ mod cli;
 #[cfg(feature = "codeintel")]
 mod codeintel;
 mod critique;
+mod dashboard;
 mod edges;
 mod exec;
 mod exec_hardening;
@@ -23,4 +25,8 @@ mod hosts;
 mod input;
 mod layering;
 mod llmstxt;
+#[cfg(feature = "redis")]
+mod nodes;
 mod ownership;
+#[cfg(feature = "plan")]
+mod plan;

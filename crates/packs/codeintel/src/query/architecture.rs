@@ -53,6 +53,8 @@ struct Unit {
     symbols: u64,
     incoming: u64,
     outgoing: u64,
+    /// Commits that changed its files lately (git), summed.
+    churn: u64,
     languages: BTreeMap<String, u64>,
 }
 
@@ -70,7 +72,7 @@ pub(crate) fn get_architecture(
     let mut entrypoints = Vec::new();
     {
         let mut statement = conn
-            .prepare("SELECT f.id, f.path, f.language, (SELECT COUNT(*) FROM symbols s WHERE s.file_id = f.id AND s.is_def = 1) FROM files f WHERE f.is_test = 0 ORDER BY f.path")
+            .prepare("SELECT f.id, f.path, f.language, (SELECT COUNT(*) FROM symbols s WHERE s.file_id = f.id AND s.is_def = 1), (SELECT commits FROM git_churn g WHERE g.path = f.path) FROM files f WHERE f.is_test = 0 ORDER BY f.path")
             .map_err(failed)?;
         let rows = statement
             .query_map([], |r| {
@@ -79,33 +81,20 @@ pub(crate) fn get_architecture(
                     r.get::<_, String>(1)?,
                     r.get::<_, String>(2)?,
                     r.get::<_, i64>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
                 ))
             })
             .map_err(failed)?;
         for row in rows {
-            let (id, path, language, symbols) = row.map_err(failed)?;
-            let name = path.rsplit('/').next().unwrap_or_default();
-            if matches!(
-                name,
-                "main.rs"
-                    | "lib.rs"
-                    | "main.go"
-                    | "__main__.py"
-                    | "main.py"
-                    | "index.js"
-                    | "index.ts"
-                    | "main.js"
-                    | "main.ts"
-                    | "main.c"
-                    | "main.cpp"
-                    | "Main.java"
-            ) {
+            let (id, path, language, symbols, churn) = row.map_err(failed)?;
+            if is_entrypoint(&path) {
                 entrypoints.push(path.clone());
             }
             let unit = granularity.unit(&path);
             let entry = units.entry(unit.clone()).or_default();
             entry.files += 1;
             entry.symbols += symbols as u64;
+            entry.churn += churn.unwrap_or(0) as u64;
             *entry.languages.entry(language).or_default() += 1;
             unit_of_file.insert(id, unit);
         }
@@ -188,6 +177,7 @@ pub(crate) fn get_architecture(
             "symbolCount": unit.symbols,
             "incomingEdges": unit.incoming,
             "outgoingEdges": unit.outgoing,
+            "churn": unit.churn,
             "languages": unit.languages,
         })
     };
@@ -216,6 +206,7 @@ pub(crate) fn get_architecture(
     strongest.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     strongest.truncate(SHOWN_EDGES);
     let mermaid = mermaid(&shown, &strongest);
+    let hotspots = crate::query::graph::hotspots(store, "", 10)?;
     let page = sink.page();
     let mut summary = paging(&page, &state.state_id);
     merge(
@@ -228,16 +219,36 @@ pub(crate) fn get_architecture(
             "dependencyGraph": strongest.iter().map(|((from, to), strength)| json!({"from": from, "to": to, "kind": "reference", "strength": strength})).collect::<Vec<_>>(),
             "entrypoints": entrypoints,
             "mermaid": mermaid,
+            "hotspots": hotspots.iter().map(|(file, commits, last_ms)| json!({"file": file, "commits": commits, "lastChangeMs": last_ms})).collect::<Vec<_>>(),
             "confidence": "syntactic",
             "limitations": [
                 format!("edges come from uses of names defined in at most {MAX_DEFINITIONS} places: a use of a more common name is not attributed"),
                 "test files are left out",
                 format!("the summary shows the {SHOWN_MODULES} largest units and the {SHOWN_EDGES} strongest edges among them; the streamed items hold all"),
             ],
-            "provenance": state.provenance(&["tags"], sink.elapsed_ms(), &sink.warnings),
+            "provenance": state.provenance(&["tags"], "syntactic", sink.elapsed_ms(), &sink.warnings),
         }),
     );
     Ok(summary)
+}
+
+/// Whether a file is where a program or a library starts, by its name.
+pub(crate) fn is_entrypoint(path: &str) -> bool {
+    matches!(
+        path.rsplit('/').next().unwrap_or_default(),
+        "main.rs"
+            | "lib.rs"
+            | "main.go"
+            | "__main__.py"
+            | "main.py"
+            | "index.js"
+            | "index.ts"
+            | "main.js"
+            | "main.ts"
+            | "main.c"
+            | "main.cpp"
+            | "Main.java"
+    )
 }
 
 /// A Mermaid flowchart of `modules` and `edges`.

@@ -3,6 +3,8 @@
 //! in the order they are shown, and returns its summary.
 
 pub(crate) mod architecture;
+pub(crate) mod compound;
+pub(crate) mod graph;
 pub(crate) mod references;
 pub(crate) mod symbols;
 
@@ -34,9 +36,13 @@ impl IndexState {
     }
 
     /// The provenance envelope of an answer (CKB's field names).
+    /// `completeness`: `exact` when every item came from a SCIP index (a
+    /// compiler's resolution), `mixed` when some did, `syntactic` when
+    /// tags and text gave them all.
     pub(crate) fn provenance(
         &self,
         backends: &[&str],
+        completeness: &str,
         duration_ms: u64,
         warnings: &[String],
     ) -> Value {
@@ -46,9 +52,7 @@ impl IndexState {
             "gitHead": self.git_head,
             "indexedAtMs": self.indexed_at_ms,
             "backends": backends,
-            // Tags and text give what the syntax shows, not resolved
-            // bindings: `exact` needs a compiler's index (SCIP).
-            "completeness": "syntactic",
+            "completeness": completeness,
             "queryDurationMs": duration_ms,
             "warnings": warnings,
         })

@@ -117,7 +117,7 @@ pub(crate) fn search_symbols(
             "limit": limit,
             "byTier": TIERS.iter().enumerate().map(|(i, (name, _))| (name.to_string(), json!(found.iter().filter(|(t, _)| *t == i).count()))).collect::<serde_json::Map<_, _>>(),
             "topItems": top,
-            "provenance": state.provenance(&["tags", "fts5"], sink.elapsed_ms(), &sink.warnings),
+            "provenance": state.provenance(&["tags", "fts5"], "syntactic", sink.elapsed_ms(), &sink.warnings),
         }),
     );
     Ok(summary)

@@ -30,6 +30,7 @@ fn registered(name: &str, arguments: Value) -> NewRun {
         node: "test".into(),
         ts: 10,
         owner: None,
+        parent: None,
     }
 }
 
@@ -90,8 +91,17 @@ fn user_version(path: &Path) -> i64 {
         .unwrap()
 }
 
+/// Puts the runs table back the way schema 4 laid it out: no parents.
+fn runs_back_to_schema_4(path: &Path) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch("ALTER TABLE runs DROP COLUMN parent; PRAGMA user_version = 4;")
+        .unwrap();
+}
+
 /// Puts the runs table back the way schema 3 laid it out: no owners.
 fn runs_back_to_schema_3(path: &Path) {
+    runs_back_to_schema_4(path);
     rusqlite::Connection::open(path)
         .unwrap()
         .execute_batch("ALTER TABLE runs DROP COLUMN owner; PRAGMA user_version = 3;")
@@ -193,7 +203,7 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!((version, without_rowid), (4, 0));
+    assert_eq!((version, without_rowid), (5, 0));
 }
 
 /// A log written by schema 2 (every run's arguments in its row as well as in
@@ -233,7 +243,7 @@ async fn a_schema_2_log_is_migrated_with_every_summary() {
             Some(summary)
         );
     }
-    assert_eq!(user_version(&path), 4);
+    assert_eq!(user_version(&path), 5);
     assert_eq!(
         stored_arguments(&path),
         [
@@ -274,7 +284,7 @@ async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
     assert_eq!(user_version(&path), 3);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 4);
+    assert_eq!(user_version(&path), 5);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.owner.is_none()));
@@ -301,6 +311,47 @@ async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
         (alices[0].run_id.as_str(), alices[0].owner.as_deref()),
         ("owned", Some("alice"))
     );
+}
+
+/// A log written by schema 4 (runs without parents) opens on schema 5 with
+/// every summary and event as it was, each run without a parent; the
+/// migrated file keeps the parents of runs registered afterwards, also
+/// across a reopen.
+#[tokio::test]
+async fn a_schema_4_log_is_migrated_with_runs_that_have_no_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let (summaries, logs) = {
+        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+        write_runs_of_every_kind(&log).await;
+        let summaries = log.list_runs(&RunFilter::default()).await.unwrap();
+        let mut logs = Vec::new();
+        for summary in &summaries {
+            logs.push(log.read(&summary.run_id, 0, 100).await.unwrap());
+        }
+        (summaries, logs)
+    };
+    runs_back_to_schema_4(&path);
+    assert_eq!(user_version(&path), 4);
+
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(user_version(&path), 5);
+    let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(migrated, summaries);
+    assert!(migrated.iter().all(|run| run.parent.is_none()));
+    for (summary, events) in summaries.iter().zip(&logs) {
+        assert_eq!(&log.read(&summary.run_id, 0, 100).await.unwrap(), events);
+    }
+    let mut child = registered("child", json!({}));
+    child.parent = Some(run_id("scheduled"));
+    log.create_run(child).await.unwrap();
+    log.append(events(&run_id("child"), 0, vec![started_with(json!({})), done()]).into())
+        .await
+        .unwrap();
+    drop(log);
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let child = log.get_run(&run_id("child")).await.unwrap().unwrap();
+    assert_eq!(child.parent, Some(run_id("scheduled")));
 }
 
 /// A run's arguments are written once: in its row while it is pending, in

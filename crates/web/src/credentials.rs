@@ -23,7 +23,7 @@
 //! credential at all are errors naming the line.
 //!
 //! ```
-//! use weir_mcp::transport::http::credentials::Credentials;
+//! use weir_web::credentials::Credentials;
 //! let credentials = Credentials::parse("alice token:a-long-token\nroot token:another admin\n").unwrap();
 //! assert_eq!(credentials.names().collect::<Vec<_>>(), ["alice", "root"]);
 //! let error = Credentials::parse("alice token:x\nalice token:y\n").unwrap_err();
@@ -32,8 +32,8 @@
 
 use weir_runtime::log::kit::sha256_hex;
 
-use super::headers::tokens_match;
-use crate::caller::Caller;
+use crate::headers::tokens_match;
+use crate::identity::Identity;
 
 /// One token and who holds it.
 #[derive(Clone, PartialEq, Eq)]
@@ -152,10 +152,10 @@ impl Credentials {
         self.list.iter().any(|credential| credential.plain)
     }
 
-    /// The caller a presented token names; `None` when it is no one's.
+    /// The identity a presented token names; `None` when it is no one's.
     /// Every credential is compared, in time that does not depend on which
     /// one matches or how much of a digest a guess got right.
-    pub(crate) fn identify(&self, presented: &[u8]) -> Option<Caller> {
+    pub(crate) fn identify(&self, presented: &[u8]) -> Option<Identity> {
         let digest = sha256_hex(presented);
         let mut found = None;
         for credential in &self.list {
@@ -163,7 +163,7 @@ impl Credentials {
                 found = Some(credential);
             }
         }
-        found.map(|credential| Caller::named(&credential.name, credential.admin))
+        found.map(|credential| Identity::named(&credential.name, credential.admin))
     }
 }
 
@@ -242,15 +242,15 @@ mod tests {
         assert!(credentials.holds_tokens());
         assert_eq!(
             credentials.identify(b"alice-token"),
-            Some(Caller::named("alice", false))
+            Some(Identity::named("alice", false))
         );
         assert_eq!(
             credentials.identify(b"root-token"),
-            Some(Caller::named("root", true))
+            Some(Identity::named("root", true))
         );
         assert_eq!(
             credentials.identify(b"bob-token"),
-            Some(Caller::named("bob", false))
+            Some(Identity::named("bob", false))
         );
         for wrong in [
             &b""[..],
@@ -269,7 +269,7 @@ mod tests {
         let credentials = Credentials::single("s3cret");
         assert_eq!(
             credentials.identify(b"s3cret"),
-            Some(Caller::named(DEFAULT_NAME, true))
+            Some(Identity::named(DEFAULT_NAME, true))
         );
         assert_eq!(credentials.identify(b"s3cre"), None);
         assert!(Credentials::none().is_empty());

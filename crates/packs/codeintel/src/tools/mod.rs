@@ -1,4 +1,9 @@
-//! The tools: arguments in, a streamed answer and a summary out.
+//! The tools: arguments in, a streamed answer and a summary out. The
+//! compound ones are in `compound.rs`.
+
+mod compound;
+
+pub(crate) use compound::{Explore, PrepareChange, Understand};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +16,7 @@ use weir_core::{Completed, Content, FailureCode, Meta, Milestone, RunError};
 use weir_runtime::{RunContext, Tool, ToolInfo};
 
 use crate::Shared;
-use crate::answer::{self, CancelOnDrop, Page, parse_cursor};
+use crate::answer::{self, CancelOnDrop, Heartbeat, Page, parse_cursor};
 use crate::indexer::{IndexError, IndexOptions, IndexProgress, IndexReport, index_repository};
 use crate::query::IndexState;
 use crate::query::architecture::{Granularity, get_architecture};
@@ -81,6 +86,7 @@ async fn index(
         })
     });
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut heartbeat = Heartbeat::new(shared.config.heartbeat);
     let result = loop {
         tokio::select! {
             result = &mut worker => break result,
@@ -93,6 +99,11 @@ async fn index(
                         Milestone::new("indexing").progress(p.done, p.total).message(p.current)
                     };
                     ctx.milestone(milestone).await.map_err(emit_failed)?;
+                    heartbeat.emitted();
+                } else if tokio::time::Instant::now() >= heartbeat.due() {
+                    // One big file, or git and SCIP at the end: no count moves.
+                    let phase = if watched.borrow().total == 0 { "walking" } else { "indexing" };
+                    heartbeat.beat(ctx, phase).await.map_err(emit_failed)?;
                 }
             }
         }
@@ -156,6 +167,7 @@ fn page_of(shared: &Shared, args: &Value, db: &Path) -> Result<(Page, Option<Str
 /// Streams a query's answer and builds its result.
 async fn answer<F>(
     ctx: &RunContext,
+    shared: &Shared,
     page: Page,
     warning: Option<String>,
     query: F,
@@ -168,7 +180,8 @@ where
             .await
             .map_err(emit_failed)?;
     }
-    let (mut summary, first_chunk_ms) = answer::stream(ctx, page, query).await?;
+    let (mut summary, first_chunk_ms) =
+        answer::stream(ctx, page, shared.config.heartbeat, query).await?;
     summary["firstChunkMs"] = json!(first_chunk_ms);
     Ok(summary)
 }
@@ -203,9 +216,16 @@ impl Tool for IndexRepo {
         let root = repo::resolve(&self.0.config, string(&args, "path")?)?;
         let force = args["force"].as_bool().unwrap_or(false);
         let db = repo::index_file(&self.0.config.index_dir, &root);
+        let mut backends = vec!["tags".to_owned()];
+        if root.join(crate::scip::FILE_NAME).is_file() {
+            backends.push("scip".into());
+        }
+        if root.join(".git").exists() {
+            backends.push("git".into());
+        }
         ctx.emit(Meta {
             total: None,
-            backends: vec!["tags".into()],
+            backends,
             info: json!({"root": root, "index": db, "force": force}),
             progress_unit: None,
         })
@@ -213,7 +233,7 @@ impl Tool for IndexRepo {
         .map_err(emit_failed)?;
         let report = index(&ctx, &self.0, &root, force).await?;
         let headline = format!(
-            "indexed {}: {} files ({} parsed, {} unchanged, {} removed, {} failed), {} definitions, {} references in {} ms; state {}{}",
+            "indexed {}: {} files ({} parsed, {} unchanged, {} removed, {} failed), {} definitions, {} references{}{} in {} ms; state {}{}",
             root.display(),
             report.files,
             report.parsed,
@@ -222,6 +242,14 @@ impl Tool for IndexRepo {
             report.failed.len(),
             report.definitions,
             report.references,
+            match report.scip_documents {
+                0 => String::new(),
+                n => format!(", {n} files exact from index.scip"),
+            },
+            match report.git_commits {
+                0 => String::new(),
+                n => format!(", history of {n} commits"),
+            },
             report.elapsed_ms,
             report.state_id,
             if report.dirty { " (dirty)" } else { "" },
@@ -269,7 +297,7 @@ impl Tool for SearchSymbols {
         };
         let (_, db) = open_repo(&ctx, &self.0, &args).await?;
         let (page, warning) = page_of(&self.0, &args, &db)?;
-        let summary = answer(&ctx, page, warning, move |sink| {
+        let summary = answer(&ctx, &self.0, page, warning, move |sink| {
             search_symbols(&open_store(&db)?, &query, sink)
         })
         .await?;
@@ -296,12 +324,12 @@ impl Tool for FindReferences {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "find_references",
-            "Find a name's definitions and uses in a repository: definitions first, then each file's uses in line order (call sites, type uses and implementations from tree-sitter, and other whole-word mentions from the text). Streams them grouped by file in chunks of at most 50; the result is a summary (counts by file and kind, the top items) and a cursor for the next page.",
+            "Find a symbol's definitions and uses in a repository: definitions first, then each file's uses in line order. Where the repository has an index.scip (from a compiler-grade indexer), the files it covers answer exactly, each use tagged with its SCIP symbol, so same-named symbols never mix; elsewhere call sites, type uses and implementations from tree-sitter, and other whole-word mentions from the text. Streams them grouped by file in chunks of at most 50; the result is a summary (counts by file and kind, the SCIP symbols, the top items, completeness exact|mixed|syntactic) and a cursor for the next page.",
             json!({
                 "type": "object",
                 "properties": {
                     "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
-                    "symbol": {"type": "string", "description": "The name, e.g. spawn or JoinHandle."},
+                    "symbol": {"type": "string", "description": "A name (spawn, JoinHandle), a definition's stableId from search_symbols (src/shapes.rs:5:area: with SCIP, that one symbol only), or a SCIP symbol."},
                     "include_tests": {"type": "boolean", "default": true, "description": "Include uses in test files."},
                     "text": {"type": "boolean", "default": true, "description": "Include whole-word mentions no tag covers (imports, field reads, comments); false gives only what tree-sitter tags."},
                     "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."},
@@ -324,7 +352,7 @@ impl Tool for FindReferences {
         };
         let (root, db) = open_repo(&ctx, &self.0, &args).await?;
         let (page, warning) = page_of(&self.0, &args, &db)?;
-        let summary = answer(&ctx, page, warning, move |sink| {
+        let summary = answer(&ctx, &self.0, page, warning, move |sink| {
             find_references(&open_store(&db)?, &root, &query, sink)
         })
         .await?;
@@ -385,7 +413,7 @@ impl Tool for GetArchitecture {
         };
         let (_, db) = open_repo(&ctx, &self.0, &args).await?;
         let (page, warning) = page_of(&self.0, &args, &db)?;
-        let summary = answer(&ctx, page, warning, move |sink| {
+        let summary = answer(&ctx, &self.0, page, warning, move |sink| {
             get_architecture(&open_store(&db)?, granularity, sink)
         })
         .await?;

@@ -1,0 +1,218 @@
+"""The Redis store benchmark (bench/redis/run): one run of the `stream`
+fixture per setup, followed by a plain SSE client on every node at once.
+
+Setups: SQLite (one node, the default store), Redis with one node, Redis
+with three nodes (the run executes on the first; the followers read it from
+all three). For each:
+
+- appended/s: the run's events over its own span (started to terminal, the
+  timestamps the run writer stamps), i.e. how fast the store took them;
+- delivered/s: events over the time from the call to the last follower's
+  terminal event, per follower, slowest shown;
+- resume ms: `GET /runs/{id}/events` with `Last-Event-ID` in the middle of
+  the finished run, to its first event, median of 20, on the last node.
+
+Redis runs with AOF `appendfsync everysec` (the setting README recommends).
+"""
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+STATELESS = "2026-07-28"
+SESSIONS = "2025-11-25"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_redis(directory):
+    port = free_port()
+    child = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "yes", "--appendfsync", "everysec", "--dir", directory],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    for line in child.stdout:
+        if "Ready to accept connections" in line:
+            return child, f"redis://127.0.0.1:{port}/0"
+    raise SystemExit("redis-server did not start")
+
+
+def start_node(weir, data_dir, redis_url=None, name=None):
+    args = [weir, "--data-dir", data_dir, "serve", "--http", "127.0.0.1:0", "--fixtures",
+            "--retention-days", "0"]
+    if redis_url:
+        args += ["--redis", redis_url, "--node", name]
+    child = subprocess.Popen(args, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for line in child.stderr:
+        if "serving MCP at http://" in line:
+            addr = line.split("serving MCP at http://")[1].split("/")[0]
+            threading.Thread(target=lambda: [None for _ in child.stderr], daemon=True).start()
+            return child, addr
+    raise SystemExit(f"weir serve did not start: {args}")
+
+
+def post(addr, body, headers=None):
+    host, port = addr.split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=120)
+    all_headers = {"Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}
+    all_headers.update(headers or {})
+    conn.request("POST", "/mcp", json.dumps(body), all_headers)
+    response = conn.getresponse()
+    text = response.read().decode()
+    session = response.getheader("mcp-session-id")
+    conn.close()
+    if "data:" in text:
+        text = [line for line in text.splitlines() if line.startswith("data:")][-1][5:]
+    return json.loads(text), session
+
+
+def start_task(addr, count, size):
+    _, session = post(addr, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": SESSIONS, "capabilities": {"tasks": {}},
+        "clientInfo": {"name": "bench", "version": "0"}}})
+    message, _ = post(addr, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "stream", "arguments": {"count": count, "size": size, "interval_ms": 0},
+        "task": {"ttl": 600000}}},
+        {"Mcp-Session-Id": session, "MCP-Protocol-Version": SESSIONS})
+    return message["result"]["task"]["taskId"]
+
+
+def run_summary(addr, run_id):
+    message, _ = post(addr, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "runs_get", "arguments": {"run_id": run_id},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": STATELESS,
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    return message["result"]["structuredContent"]["run"]
+
+
+def follow(addr, run_id, last_event_id=None, first_only=False):
+    """Reads the run's SSE to its end (or its first event): (events, seconds to first, seconds to end)."""
+    host, port = addr.split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=300)
+    headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
+    began = time.perf_counter()
+    conn.request("GET", f"/runs/{run_id}/events", headers=headers)
+    response = conn.getresponse()
+    events, first, name = 0, None, None
+    while True:
+        line = response.fp.readline()
+        if not line:
+            break
+        line = line.decode().rstrip("\r\n")
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:") and name not in ("heartbeat", None):
+            events += 1
+            if first is None:
+                first = time.perf_counter() - began
+                if first_only:
+                    break
+            if name in ("done", "error", "end"):
+                break
+    conn.close()
+    return events, first, time.perf_counter() - began
+
+
+def measure(label, weir, nodes, count, size):
+    addrs = [addr for _, addr in nodes]
+    found = {}
+    run_id_box = []
+    ready = threading.Event()
+
+    def follower(i):
+        ready.wait()
+        found[i] = follow(addrs[i], run_id_box[0])
+
+    threads = [threading.Thread(target=follower, args=(i,)) for i in range(len(addrs))]
+    for thread in threads:
+        thread.start()
+    began = time.perf_counter()
+    run_id_box.append(start_task(addrs[0], count, size))
+    ready.set()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - began
+    run = run_summary(addrs[-1], run_id_box[0])
+    span_ms = max(1, run["finished_ts"] - run["created_ts"])
+    events = run["events"]
+    delivered = [found[i][0] / wall for i in found]
+    resumes = []
+    for _ in range(20):
+        _, first, _ = follow(addrs[-1], run_id_box[0], last_event_id=events // 2, first_only=True)
+        resumes.append(first * 1000)
+    row = {
+        "setup": label, "nodes": len(addrs), "events": events,
+        "appended_per_s": events / (span_ms / 1000),
+        "delivered_per_s_slowest": min(delivered),
+        "followers": len(addrs),
+        "resume_ms_median": statistics.median(resumes),
+    }
+    print(f"  {label}: {json.dumps(row)}", file=sys.stderr)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--weir", required=True)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    count = 5_000 if args.quick else 50_000
+    size = 64
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        children = []
+        try:
+            node = start_node(args.weir, os.path.join(tmp, "sqlite"))
+            children.append(node[0])
+            rows.append(measure("SQLite", args.weir, [node], count, size))
+            node[0].kill()
+            redis, url = start_redis(os.path.join(tmp))
+            children.append(redis)
+            one = [start_node(args.weir, os.path.join(tmp, "r1"), url, "solo")]
+            children += [c for c, _ in one]
+            rows.append(measure("Redis, 1 node", args.weir, one, count, size))
+            for c, _ in one:
+                c.kill()
+            three = [start_node(args.weir, os.path.join(tmp, f"r3{n}"), url, n) for n in "abc"]
+            children += [c for c, _ in three]
+            rows.append(measure("Redis, 3 nodes", args.weir, three, count, size))
+        finally:
+            for child in children:
+                child.kill()
+                child.wait()
+    lines = [
+        f"{count:,} items of {size} B through the `stream` fixture; every node follows the run over SSE.",
+        "",
+        "| store | nodes | events | appended/s | delivered/s (slowest follower) | resume (median ms) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['setup']} | {row['nodes']} | {row['events']:,} | {row['appended_per_s']:,.0f} "
+            f"| {row['delivered_per_s_slowest']:,.0f} | {row['resume_ms_median']:.1f} |")
+    table = "\n".join(lines)
+    print(table)
+    results = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(results, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    with open(os.path.join(results, f"{stamp}.md"), "w") as f:
+        f.write(table + "\n")
+    with open(os.path.join(results, f"{stamp}.json"), "w") as f:
+        json.dump({"weir": args.weir, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+//! `explore`, `understand` and `prepare_change`: the compound questions
+//! (`query/compound.rs`) as tools.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use weir_core::{Completed, RunError};
+use weir_runtime::{RunContext, Tool, ToolInfo};
+
+use super::{answer, completed, open_repo, open_store, page_of, string};
+use crate::Shared;
+use crate::query::compound::{explore, prepare_change, understand};
+use crate::schemas;
+
+/// The input schema of a compound tool: `repo`, its own fields, paging.
+fn compound_schema(own: Value, required: &str) -> Value {
+    let mut properties = json!({
+        "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
+        "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page of streamed items."},
+        "page_size": {"type": "integer", "minimum": 1, "description": "Items per page (at most the server's)."}
+    });
+    if let (Some(all), Value::Object(own)) = (properties.as_object_mut(), own) {
+        all.extend(own);
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": ["repo", required],
+        "additionalProperties": false
+    })
+}
+
+/// `explore`.
+pub(crate) struct Explore(pub(crate) Arc<Shared>);
+
+#[async_trait]
+impl Tool for Explore {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "explore",
+            "What is in a directory or file of a repository: its definitions by kind (streamed grouped by file), its key symbols (most used from outside), its dependencies out and in (files, with strength), entry points, and git hot spots. Start here to find your way in an unfamiliar area.",
+            compound_schema(
+                json!({"path": {"type": "string", "description": "A directory or file relative to the repository's root; \".\" for all of it."}}),
+                "path",
+            ),
+        );
+        info.output_schema = Some(schemas::explore_summary());
+        info.streams = true;
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let path = string(&args, "path")?.to_owned();
+        let (_, db) = open_repo(&ctx, &self.0, &args).await?;
+        let (page, warning) = page_of(&self.0, &args, &db)?;
+        let summary = answer(&ctx, &self.0, page, warning, move |sink| {
+            explore(&open_store(&db)?, &path, sink)
+        })
+        .await?;
+        let headline = format!(
+            "explore {}: {} files, {} definitions; {} files it uses, {} that use it; entry points {}",
+            summary["path"].as_str().unwrap_or_default(),
+            summary["overview"]["fileCount"],
+            summary["overview"]["symbolCount"],
+            summary["dependencies"]["outgoing"]
+                .as_array()
+                .map_or(0, Vec::len),
+            summary["dependencies"]["incoming"]
+                .as_array()
+                .map_or(0, Vec::len),
+            summary["entrypoints"],
+        );
+        Ok(completed(headline, summary))
+    }
+}
+
+/// `understand`.
+pub(crate) struct Understand(pub(crate) Arc<Shared>);
+
+#[async_trait]
+impl Tool for Understand {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "understand",
+            "Everything about one symbol in one call: its definition (docs, signature, span), its uses summed up by file, its callers and its callees; when several definitions share the name, which ones (pass a stableId to pick). Streams the definition, then uses by file, then callers, then callees.",
+            compound_schema(
+                json!({"symbol": {"type": "string", "description": "A name, or a definition's stableId from search_symbols (path:line:name)."}}),
+                "symbol",
+            ),
+        );
+        info.output_schema = Some(schemas::understand_summary());
+        info.streams = true;
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let symbol = string(&args, "symbol")?.trim().to_owned();
+        let (root, db) = open_repo(&ctx, &self.0, &args).await?;
+        let (page, warning) = page_of(&self.0, &args, &db)?;
+        let summary = answer(&ctx, &self.0, page, warning, move |sink| {
+            understand(&open_store(&db)?, &root, &symbol, sink)
+        })
+        .await?;
+        let headline = format!(
+            "understand {}: {} {} at {}; {} uses in {} files, {} callers, {} callees",
+            summary["definition"]["stableId"]
+                .as_str()
+                .unwrap_or_default(),
+            summary["definition"]["kind"].as_str().unwrap_or_default(),
+            summary["definition"]["name"].as_str().unwrap_or_default(),
+            summary["definition"]["location"]["fileId"]
+                .as_str()
+                .unwrap_or_default(),
+            summary["references"]["totalCount"],
+            summary["references"]["fileCount"],
+            summary["callers"].as_array().map_or(0, Vec::len),
+            summary["callees"].as_array().map_or(0, Vec::len),
+        );
+        Ok(completed(headline, summary))
+    }
+}
+
+/// `prepare_change`.
+pub(crate) struct PrepareChange(pub(crate) Arc<Shared>);
+
+#[async_trait]
+impl Tool for PrepareChange {
+    fn info(&self) -> ToolInfo {
+        let mut info = ToolInfo::new(
+            "prepare_change",
+            "Before changing a symbol: its direct dependents, its transitive impact (callers of callers, to a depth bound), the tests that exercise it, the files git history says change with it, and a risk level with the factors behind it. Streams the target, callers by depth, tests, co-change files.",
+            compound_schema(
+                json!({
+                    "symbol": {"type": "string", "description": "A name, or a definition's stableId from search_symbols (path:line:name)."},
+                    "depth": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3, "description": "How many levels of callers to follow."}
+                }),
+                "symbol",
+            ),
+        );
+        info.output_schema = Some(schemas::prepare_change_summary());
+        info.streams = true;
+        info
+    }
+
+    async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let symbol = string(&args, "symbol")?.trim().to_owned();
+        let depth = args["depth"].as_u64().unwrap_or(3).clamp(1, 5) as usize;
+        let (_, db) = open_repo(&ctx, &self.0, &args).await?;
+        let (page, warning) = page_of(&self.0, &args, &db)?;
+        let summary = answer(&ctx, &self.0, page, warning, move |sink| {
+            prepare_change(&open_store(&db)?, &symbol, depth, sink)
+        })
+        .await?;
+        let headline = format!(
+            "prepare_change {}: risk {} ({}); {} direct dependents, {} callers to depth {}, {} related tests, {} co-change files",
+            summary["target"]["stableId"].as_str().unwrap_or_default(),
+            summary["riskAssessment"]["level"]
+                .as_str()
+                .unwrap_or_default(),
+            summary["riskAssessment"]["score"],
+            summary["directDependents"].as_array().map_or(0, Vec::len),
+            summary["transitiveImpact"]["totalCallers"],
+            summary["transitiveImpact"]["maxDepth"],
+            summary["relatedTests"].as_array().map_or(0, Vec::len),
+            summary["coChangeFiles"].as_array().map_or(0, Vec::len),
+        );
+        Ok(completed(headline, summary))
+    }
+}

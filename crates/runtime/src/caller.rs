@@ -1,0 +1,541 @@
+//! A tool calling other tools: a tool of this server as a child run
+//! ([`RunContext::call`]), or a tool of another MCP server through a
+//! [`RemoteCaller`] the binary plugs in.
+//!
+//! A child run is an ordinary run with a parent: it has its own log, is
+//! listed with its parent's id ([`RunSummary::parent`]) and its parent's
+//! owner, and the parent's log records that it started (a `meta` event
+//! whose `info` is `{"child": {"run_id", "tool"}}`). It never outlives its
+//! parent: cancelling the parent (or its time limit) cancels it, and a
+//! parent whose tool returns while children still run cancels them; either
+//! way the parent's terminal event is written after theirs.
+//!
+//! A child takes a slot of its tool but none of the global ones: its
+//! parent holds one for the whole tree while it waits, so nested calls
+//! never wait for slots their own waiting ancestors hold. (A tool whose
+//! own limit is 1 still cannot start itself as a child.)
+//!
+//! [`RunSummary::parent`]: crate::log::RunSummary::parent
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use weir_core::{Completed, EventKind, Meta, RunError, RunEvent, RunId};
+
+use crate::context::RunContext;
+use crate::handle::{RunHandle, SubmitError};
+use crate::log::{EventLog, Subscription};
+
+/// Why a call did not start or did not end in a terminal event.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The calling run was not started by a scheduler (a context made by
+    /// hand in a test), or its scheduler has stopped.
+    #[error("run {0} cannot start other runs: it does not belong to a running scheduler")]
+    NoScheduler(RunId),
+    /// The scheduler refused the call (unknown tool, bad arguments, busy).
+    #[error(transparent)]
+    Submit(#[from] SubmitError),
+    /// The child ended without a terminal event in the log (the store
+    /// refused it; recovery closes the run at the next start).
+    #[error(
+        "child run {0} ended without a terminal event the store would take; see `weir runs show {0}`"
+    )]
+    Unfinished(RunId),
+}
+
+/// A child run started by [`RunContext::call`].
+pub struct ChildRun {
+    run_id: RunId,
+    handle: RunHandle,
+    log: Arc<dyn EventLog>,
+}
+
+impl std::fmt::Debug for ChildRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildRun")
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChildRun {
+    /// The child's id.
+    pub fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    /// The child's events from its `started` on, live, ending after its
+    /// terminal event.
+    pub fn events(&self) -> Subscription {
+        self.log.subscribe_from(&self.run_id, 0)
+    }
+
+    /// Waits for the child to end and returns its terminal event.
+    pub async fn finished(self) -> Result<RunEvent, CallError> {
+        let run_id = self.run_id;
+        self.handle
+            .finished()
+            .await
+            .ok_or(CallError::Unfinished(run_id))
+    }
+}
+
+impl RunContext {
+    /// Starts `tool` of this server with `arguments` as a child of this run:
+    /// checked and queued like any call, with its own time limit when
+    /// `timeout` is given (else the tool's or the scheduler's). Records the
+    /// child's id in this run's log (a `meta` event whose `info` is
+    /// `{"child": {"run_id", "tool"}}`) before it returns.
+    ///
+    /// The child is listed with this run as its parent and this run's
+    /// owner, and never outlives it: cancelling this run (or its time
+    /// limit) cancels the child, and when this run's tool returns while the
+    /// child still runs, the child is cancelled; either way this run's
+    /// terminal event is written after the child's. The child takes a
+    /// slot of its tool, but none of the global ones: this run holds one
+    /// for both.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// # use std::sync::Arc;
+    /// # use async_trait::async_trait;
+    /// # use serde_json::{Value, json};
+    /// use weir_core::{Completed, Content, EventKind, FailureCode, RunError};
+    /// use weir_runtime::{EventLog, MemoryLog, RunContext, RunOptions, Scheduler, SchedulerConfig, Tool, ToolInfo};
+    ///
+    /// struct Hello;
+    /// #[async_trait]
+    /// impl Tool for Hello {
+    ///     fn info(&self) -> ToolInfo { ToolInfo::new("hello", "Says hello.", json!({"type": "object"})) }
+    ///     async fn run(&self, _ctx: RunContext, _args: Value) -> Result<Completed, RunError> {
+    ///         Ok(Completed { content: vec![Content::text("hello")], structured: None })
+    ///     }
+    /// }
+    /// /// Calls `hello` and passes its result on.
+    /// struct Relay;
+    /// #[async_trait]
+    /// impl Tool for Relay {
+    ///     fn info(&self) -> ToolInfo { ToolInfo::new("relay", "Calls hello.", json!({"type": "object"})) }
+    ///     async fn run(&self, ctx: RunContext, _args: Value) -> Result<Completed, RunError> {
+    ///         let failed = |e: weir_runtime::CallError| RunError::new(FailureCode::ToolError, e.to_string());
+    ///         let child = ctx.call("hello", json!({}), None).await.map_err(failed)?;
+    ///         match child.finished().await.map_err(failed)?.kind {
+    ///             EventKind::Completed(done) => Ok(done),
+    ///             other => Err(RunError::new(FailureCode::ToolError, format!("hello ended {}", other.type_name()))),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+    /// let scheduler = Scheduler::start(log.clone(), vec![Arc::new(Hello), Arc::new(Relay)], SchedulerConfig::default()).await.unwrap();
+    /// let run = scheduler.submit("relay", json!({}), RunOptions::default()).await.unwrap();
+    /// let parent = run.run_id().clone();
+    /// let EventKind::Completed(done) = run.finished().await.unwrap().kind else { panic!() };
+    /// assert_eq!(done.content, vec![Content::text("hello")]);
+    /// let EventKind::Meta(meta) = &log.read(&parent, 1, 1).await.unwrap()[0].kind else { panic!() };
+    /// let child = weir_core::RunId::parse(meta.info["child"]["run_id"].as_str().unwrap()).unwrap();
+    /// assert_eq!(log.get_run(&child).await.unwrap().unwrap().parent, Some(parent));
+    /// # }
+    /// ```
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+    ) -> Result<ChildRun, CallError> {
+        let no_scheduler = || CallError::NoScheduler(self.run_id().clone());
+        let children = self.children().ok_or_else(no_scheduler)?;
+        let handle = children
+            .spawn(tool, arguments, timeout)
+            .await
+            .ok_or_else(no_scheduler)??;
+        let run_id = handle.run_id().clone();
+        let started = Meta {
+            info: json!({ "child": { "run_id": run_id, "tool": tool } }),
+            ..Meta::default()
+        };
+        // A run that is ending cannot record it; its child is stopped with it.
+        let _ = self.emit(started).await;
+        Ok(ChildRun {
+            run_id,
+            handle,
+            log: self.log().clone(),
+        })
+    }
+}
+
+impl RunContext {
+    /// The names of the tools this run can start with [`RunContext::call`]
+    /// (this server's), sorted; empty when the run does not belong to a
+    /// running scheduler. For checking a call before anything starts.
+    pub fn callable_tools(&self) -> Vec<String> {
+        self.children()
+            .map(|children| children.tools())
+            .unwrap_or_default()
+    }
+}
+
+/// Another MCP server, as a plan or a pack names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RemoteServer {
+    /// A Streamable HTTP endpoint, e.g. `http://127.0.0.1:8765/mcp`.
+    Url(String),
+    /// A command line (run by `sh -c`) that serves MCP on its stdin and
+    /// stdout.
+    Command(String),
+}
+
+impl std::fmt::Display for RemoteServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RemoteServer::Url(url) => f.write_str(url),
+            RemoteServer::Command(command) => write!(f, "`{command}`"),
+        }
+    }
+}
+
+/// Calls tools of other MCP servers. The binary implements it over its MCP
+/// client and hands it to the packs that need it, so that no pack depends
+/// on an MCP crate.
+#[async_trait]
+pub trait RemoteCaller: Send + Sync + 'static {
+    /// Calls `tool` on `server` and returns its result, or why there is
+    /// none: the tool's error (`isError`) as [`FailureCode::ToolError`]
+    /// with its text, a server that cannot be reached or refuses the call
+    /// with the client's message, `timeout` passing as
+    /// [`FailureCode::Timeout`]. What the call reports meanwhile (progress,
+    /// partial results, log messages) goes to `events` as `progress`,
+    /// `partial` and `log` kinds, best effort. Dropping the future cancels
+    /// the call on the server.
+    ///
+    /// [`FailureCode::ToolError`]: weir_core::FailureCode::ToolError
+    /// [`FailureCode::Timeout`]: weir_core::FailureCode::Timeout
+    async fn call(
+        &self,
+        server: &RemoteServer,
+        tool: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+        events: mpsc::Sender<EventKind>,
+    ) -> Result<Completed, RunError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use serde_json::{Value, json};
+    use weir_core::{Completed, Content, EventKind, FailureCode, RunError, RunId, RunState};
+
+    use super::CallError;
+    use crate::{
+        EventLog, MemoryLog, RunContext, RunOptions, Scheduler, SchedulerConfig, SubmitError, Tool,
+        ToolInfo,
+    };
+
+    /// Waits until its future is dropped; with `"echo"`, returns it at once.
+    struct Child;
+
+    #[async_trait]
+    impl Tool for Child {
+        fn info(&self) -> ToolInfo {
+            ToolInfo::new("child", "waits", json!({"type": "object"}))
+        }
+        async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+            if let Some(echo) = args.get("echo") {
+                return Ok(Completed {
+                    content: vec![Content::text(echo.to_string())],
+                    structured: Some(json!({ "echo": echo })),
+                });
+            }
+            let _ = ctx;
+            std::future::pending().await
+        }
+    }
+
+    /// Starts `child` with `args["child"]`; `"wait"`: for its end (else
+    /// returns at once, leaving it running); `"hang"`: then waits to be
+    /// cancelled itself.
+    struct Parent;
+
+    #[async_trait]
+    impl Tool for Parent {
+        fn info(&self) -> ToolInfo {
+            ToolInfo::new("parent", "calls", json!({"type": "object"}))
+        }
+        async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+            let failed = |e: CallError| RunError::new(FailureCode::ToolError, e.to_string());
+            let tool = args["tool"].as_str().unwrap_or("child");
+            let child = ctx
+                .call(tool, args["child"].clone(), None)
+                .await
+                .map_err(failed)?;
+            let id = child.run_id().to_string();
+            if args["hang"] == true {
+                std::future::pending::<()>().await;
+            }
+            if args["wait"] != true {
+                return Ok(Completed {
+                    structured: Some(json!({ "child": id })),
+                    ..Completed::default()
+                });
+            }
+            match child.finished().await.map_err(failed)?.kind {
+                EventKind::Completed(done) => Ok(done),
+                other => Err(RunError::new(FailureCode::ToolError, other.type_name())),
+            }
+        }
+    }
+
+    async fn scheduler() -> (Arc<dyn EventLog>, Scheduler) {
+        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+        let config = SchedulerConfig {
+            retention: None,
+            ..SchedulerConfig::default()
+        };
+        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Child), Arc::new(Parent)];
+        let scheduler = Scheduler::start(log.clone(), tools, config).await.unwrap();
+        (log, scheduler)
+    }
+
+    /// The children the parent's log names, in order.
+    async fn children(log: &Arc<dyn EventLog>, parent: &RunId) -> Vec<RunId> {
+        let events = log.read(parent, 0, 100).await.unwrap();
+        events
+            .iter()
+            .filter_map(|event| match &event.kind {
+                EventKind::Meta(meta) => meta.info["child"]["run_id"].as_str(),
+                _ => None,
+            })
+            .map(|id| RunId::parse(id).unwrap())
+            .collect()
+    }
+
+    /// A child is a run of its own that names its parent and has the
+    /// parent's owner; the parent's log names the child; the parent gets
+    /// the child's terminal event.
+    #[tokio::test]
+    async fn a_child_run_names_its_parent_and_takes_its_owner() {
+        let (log, scheduler) = scheduler().await;
+        let options = RunOptions {
+            owner: Some("alice".into()),
+            ..RunOptions::default()
+        };
+        let args = json!({"wait": true, "child": {"echo": 7}});
+        let run = scheduler.submit("parent", args, options).await.unwrap();
+        let parent = run.run_id().clone();
+        let EventKind::Completed(done) = run.finished().await.unwrap().kind else {
+            panic!("the parent did not complete")
+        };
+        assert_eq!(done.structured, Some(json!({"echo": 7})));
+        let [child] = &children(&log, &parent).await[..] else {
+            panic!("not one child")
+        };
+        let summary = log.get_run(child).await.unwrap().unwrap();
+        assert_eq!(summary.parent.as_ref(), Some(&parent));
+        assert_eq!(summary.owner.as_deref(), Some("alice"));
+        assert_eq!(summary.state, RunState::Completed);
+        let top = log.get_run(&parent).await.unwrap().unwrap();
+        assert_eq!((top.parent, top.owner.as_deref()), (None, Some("alice")));
+        let kinds: Vec<_> = log.read(&parent, 0, 10).await.unwrap();
+        let kinds: Vec<_> = kinds.iter().map(|e| e.kind.type_name()).collect();
+        assert_eq!(kinds, ["started", "meta", "completed"]);
+    }
+
+    /// With one global slot, held by the parent, its child still runs:
+    /// children take no global slot, so nesting cannot starve itself.
+    #[tokio::test]
+    async fn a_child_runs_in_its_parents_global_slot() {
+        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+        let config = SchedulerConfig {
+            max_concurrent: 1,
+            retention: None,
+            ..SchedulerConfig::default()
+        };
+        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Child), Arc::new(Parent)];
+        let scheduler = Scheduler::start(log, tools, config).await.unwrap();
+        let args = json!({"wait": true, "child": {"echo": "nested"}});
+        let run = scheduler
+            .submit("parent", args, RunOptions::default())
+            .await
+            .unwrap();
+        let finished = tokio::time::timeout(std::time::Duration::from_secs(10), run.finished());
+        let EventKind::Completed(done) =
+            finished.await.expect("the child got no slot").unwrap().kind
+        else {
+            panic!("the parent did not complete")
+        };
+        assert_eq!(done.structured, Some(json!({"echo": "nested"})));
+        // The global slot is still one: a second top-level run waits for it.
+        let hold = scheduler
+            .submit(
+                "parent",
+                json!({"hang": true, "child": {}}),
+                RunOptions::default(),
+            )
+            .await
+            .unwrap();
+        let queued = scheduler
+            .submit("child", json!({"echo": 1}), RunOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(scheduler.queued(), 1);
+        assert!(scheduler.cancel(hold.run_id(), "done"));
+        assert!(queued.finished().await.unwrap().kind.is_terminal());
+    }
+
+    /// A child's events can be followed from its `started` to its end.
+    #[tokio::test]
+    async fn a_child_is_followed_to_its_end() {
+        struct Follow;
+        #[async_trait]
+        impl Tool for Follow {
+            fn info(&self) -> ToolInfo {
+                ToolInfo::new("follow", "follows", json!({"type": "object"}))
+            }
+            async fn run(&self, ctx: RunContext, _args: Value) -> Result<Completed, RunError> {
+                let child = ctx.call("child", json!({"echo": 1}), None).await.unwrap();
+                let mut events = child.events();
+                let mut kinds = Vec::new();
+                while let Some(event) = events.next().await {
+                    kinds.push(json!(event.unwrap().kind.type_name()));
+                }
+                Ok(Completed {
+                    structured: Some(json!(kinds)),
+                    ..Completed::default()
+                })
+            }
+        }
+        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Child), Arc::new(Follow)];
+        let scheduler = Scheduler::start(log, tools, SchedulerConfig::default())
+            .await
+            .unwrap();
+        let run = scheduler
+            .submit("follow", json!({}), RunOptions::default())
+            .await
+            .unwrap();
+        let EventKind::Completed(done) = run.finished().await.unwrap().kind else {
+            panic!("follow did not complete")
+        };
+        assert_eq!(done.structured, Some(json!(["started", "completed"])));
+    }
+
+    /// Cancelling the parent cancels its running child, which ends (with
+    /// a reason naming the parent) before the parent's terminal event.
+    #[tokio::test]
+    async fn cancelling_a_parent_cancels_its_children_first() {
+        let (log, scheduler) = scheduler().await;
+        let args = json!({"hang": true, "child": {}});
+        let run = scheduler
+            .submit("parent", args, RunOptions::default())
+            .await
+            .unwrap();
+        let parent = run.run_id().clone();
+        let child = loop {
+            if let [child] = &children(&log, &parent).await[..] {
+                break child.clone();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        };
+        assert!(scheduler.cancel(&parent, "stop the plan"));
+        let terminal = run.finished().await.unwrap();
+        assert!(
+            matches!(terminal.kind, EventKind::Canceled(_)),
+            "{terminal:?}"
+        );
+        let summary = log.get_run(&child).await.unwrap().unwrap();
+        assert_eq!(summary.state, RunState::Canceled);
+        assert!(summary.finished_ts.unwrap() <= terminal.ts);
+        let last = log.read(&child, summary.events - 1, 1).await.unwrap();
+        let EventKind::Canceled(canceled) = &last[0].kind else {
+            panic!("{last:?}")
+        };
+        assert_eq!(
+            canceled.reason,
+            format!("its parent run {parent} was stopped")
+        );
+        assert!(
+            !scheduler.cancel(&child, "again"),
+            "the child is still active"
+        );
+    }
+
+    /// A parent that returns while its child runs stops the child before
+    /// its own terminal event: no child outlives its parent.
+    #[tokio::test]
+    async fn a_parent_that_ends_stops_the_children_it_left_running() {
+        let (log, scheduler) = scheduler().await;
+        let run = scheduler
+            .submit("parent", json!({"child": {}}), RunOptions::default())
+            .await
+            .unwrap();
+        let parent = run.run_id().clone();
+        let terminal = run.finished().await.unwrap();
+        assert!(matches!(terminal.kind, EventKind::Completed(_)));
+        let [child] = &children(&log, &parent).await[..] else {
+            panic!("not one child")
+        };
+        let summary = log.get_run(child).await.unwrap().unwrap();
+        assert_eq!(summary.state, RunState::Canceled);
+        let last = log.read(child, summary.events - 1, 1).await.unwrap();
+        let EventKind::Canceled(canceled) = &last[0].kind else {
+            panic!("{last:?}")
+        };
+        assert_eq!(canceled.reason, format!("its parent run {parent} ended"));
+    }
+
+    /// A parent's time limit stops its children too.
+    #[tokio::test]
+    async fn a_parent_that_times_out_stops_its_children() {
+        let (log, scheduler) = scheduler().await;
+        let options = RunOptions {
+            timeout: Some(std::time::Duration::from_millis(200)),
+            ..RunOptions::default()
+        };
+        let args = json!({"wait": true, "child": {}});
+        let run = scheduler.submit("parent", args, options).await.unwrap();
+        let parent = run.run_id().clone();
+        let terminal = run.finished().await.unwrap();
+        let EventKind::Failed(failed) = &terminal.kind else {
+            panic!("{terminal:?}")
+        };
+        assert_eq!(failed.error.code, FailureCode::Timeout);
+        let [child] = &children(&log, &parent).await[..] else {
+            panic!("not one child")
+        };
+        let summary = log.get_run(child).await.unwrap().unwrap();
+        assert_eq!(summary.state, RunState::Canceled);
+    }
+
+    /// A call the scheduler refuses is the caller's error, typed; a
+    /// context outside a scheduler cannot call at all.
+    #[tokio::test]
+    async fn refused_calls_are_typed_errors() {
+        let (_log, scheduler) = scheduler().await;
+        let args = json!({"wait": true, "tool": "nope", "child": {}});
+        let run = scheduler
+            .submit("parent", args, RunOptions::default())
+            .await
+            .unwrap();
+        let EventKind::Failed(failed) = run.finished().await.unwrap().kind else {
+            panic!("the parent did not fail")
+        };
+        assert!(
+            failed.error.message.starts_with("unknown tool \"nope\""),
+            "{}",
+            failed.error.message
+        );
+        let refused = CallError::Submit(SubmitError::UnknownTool {
+            name: "nope".into(),
+            available: "child, parent".into(),
+        });
+        assert_eq!(refused.to_string(), failed.error.message);
+    }
+}

@@ -1,0 +1,494 @@
+//! `EventLog` on Redis: what each operation asks the server.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redis::AsyncCommands;
+use redis::streams::StreamRangeReply;
+use weir_core::{ArtifactRef, LogTail, RunEvent, RunId, Seq};
+use weir_runtime::log::kit::{
+    append_target, check_artifact_name, clamp_range, run_started_by, sha256_hex,
+};
+use weir_runtime::log::{
+    Batch, EventLog, LiveHub, LogError, NewRun, RunFilter, RunSummary, Subscription,
+};
+
+use crate::codec::{announcement, body, entry_id, event, failed, parse_state, state_name, summary};
+use crate::scripts;
+use crate::{Core, RedisLog};
+
+/// How often an append may find that another writer moved the log first
+/// before giving up; each retry re-checks the events against the new tail,
+/// so in practice the second try either succeeds or is refused.
+const MAX_RACES: usize = 32;
+
+/// Runs listed per round trip.
+const LIST_PAGE: isize = 256;
+
+/// The operations, as they run on the store's IO runtime.
+impl Core {
+    pub(crate) async fn create_run(&self, run: NewRun) -> Result<(), LogError> {
+        let keys = &self.keys;
+        let arguments = serde_json::to_string(&run.arguments).expect("JSON values serialize");
+        let answer: String = scripts::CREATE
+            .key(keys.run(&run.run_id))
+            .key(keys.runs())
+            .key(keys.open())
+            .arg(run.run_id.as_str())
+            .arg(&run.tool)
+            .arg(arguments)
+            .arg(&run.node)
+            .arg(run.ts)
+            .arg(run.owner.as_deref().unwrap_or(""))
+            .arg(run.parent.as_ref().map_or("", RunId::as_str))
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(failed("registering a run"))?;
+        match answer.as_str() {
+            "ok" => Ok(()),
+            _ => Err(LogError::RunExists(run.run_id)),
+        }
+    }
+
+    /// Appends; the caller publishes to its hub after.
+    pub(crate) async fn append(&self, events: Batch) -> Result<(), LogError> {
+        let Some(run_id) = append_target(&events).cloned() else {
+            return Ok(());
+        };
+        let keys = &self.keys;
+        let bodies: Vec<String> = events.iter().map(body).collect();
+        let message = announcement(&self.origin, &events, &bodies);
+        for _ in 0..MAX_RACES {
+            // The tail this node last wrote saves a round trip; the script
+            // checks it, and only a tail read now may refuse the events.
+            let cached = self.tails.lock().expect("tails lock").get(&run_id).copied();
+            let fresh = cached.is_none();
+            let current = match cached {
+                Some(tail) => Some(tail),
+                None => self.tail(&run_id).await?,
+            };
+            let created = match current {
+                Some(_) => None,
+                None => Some(run_started_by(&events)?),
+            };
+            let before = current.unwrap_or(LogTail::EMPTY);
+            if self.stored_already(&run_id, before, &events).await? {
+                return Ok(());
+            }
+            let after = match before.advance(&run_id, &events) {
+                Ok(after) => after,
+                Err(_) if !fresh => {
+                    self.forget_tail(&run_id);
+                    continue;
+                }
+                Err(violation) => {
+                    self.forget_tail(&run_id);
+                    return Err(LogError::Invalid {
+                        run_id: run_id.clone(),
+                        violation,
+                    });
+                }
+            };
+            let ts = events.last().expect("not empty").ts;
+            let mut script = scripts::APPEND.prepare_invoke();
+            script
+                .key(keys.run(&run_id))
+                .key(keys.events(&run_id))
+                .key(keys.runs())
+                .key(keys.open())
+                .key(keys.finished())
+                .arg(match current {
+                    Some(tail) => tail.next_seq.to_string(),
+                    None => String::new(),
+                })
+                .arg(after.next_seq)
+                .arg(state_name(after.state))
+                .arg(ts)
+                .arg(match after.state.is_terminal() {
+                    true => ts.to_string(),
+                    false => String::new(),
+                })
+                .arg(keys.appends_channel())
+                .arg(&message);
+            match &created {
+                Some(run) => script
+                    .arg(&run.tool)
+                    .arg(serde_json::to_string(&run.arguments).expect("JSON values serialize"))
+                    .arg(&run.node)
+                    .arg(run.ts),
+                None => script.arg("").arg("").arg("").arg(""),
+            };
+            script.arg(run_id.as_str());
+            for (event, body) in events.iter().zip(&bodies) {
+                // `advance` checked the seqs are dense from the tail, which
+                // is below u64::MAX, so each has an entry id.
+                let id = entry_id(event.seq).expect("a seq below the largest");
+                script.arg(id).arg(event.ts).arg(body);
+            }
+            let answer: String = script
+                .invoke_async(&mut self.conn())
+                .await
+                .map_err(failed("appending events"))?;
+            if answer == "ok" {
+                let mut tails = self.tails.lock().expect("tails lock");
+                match after.state.is_terminal() {
+                    true => tails.remove(&run_id),
+                    false => tails.insert(run_id.clone(), after),
+                };
+                return Ok(());
+            }
+            self.forget_tail(&run_id);
+        }
+        self.forget_tail(&run_id);
+        Err(LogError::Storage {
+            doing: "appending events",
+            message: format!(
+                "run {run_id} kept changing under this append ({MAX_RACES} tries); retry"
+            ),
+        })
+    }
+
+    pub(crate) async fn read(
+        &self,
+        run_id: &RunId,
+        from: Seq,
+        limit: usize,
+    ) -> Result<Vec<RunEvent>, LogError> {
+        const DOING: &str = "reading events";
+        let keys = &self.keys;
+        let exists = async {
+            let exists: bool = self
+                .conn()
+                .exists(keys.run(run_id))
+                .await
+                .map_err(failed(DOING))?;
+            match exists {
+                true => Ok(Vec::new()),
+                false => Err(LogError::UnknownRun(run_id.clone())),
+            }
+        };
+        let Some(start) = entry_id(from) else {
+            return exists.await;
+        };
+        if limit == 0 {
+            return exists.await;
+        }
+        let count = limit.min(i64::MAX as usize);
+        let reply: StreamRangeReply = self
+            .conn()
+            .xrange_count(keys.events(run_id), start, "+", count)
+            .await
+            .map_err(failed(DOING))?;
+        if reply.ids.is_empty() {
+            return exists.await;
+        }
+        reply.ids.iter().map(|entry| event(run_id, entry)).collect()
+    }
+
+    pub(crate) async fn get_run(&self, run_id: &RunId) -> Result<Option<RunSummary>, LogError> {
+        let hash: HashMap<String, String> = self
+            .conn()
+            .hgetall(self.keys.run(run_id))
+            .await
+            .map_err(failed("reading a run"))?;
+        summary(run_id, hash)
+    }
+
+    pub(crate) async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, LogError> {
+        const DOING: &str = "listing runs";
+        let keys = &self.keys;
+        let limit = filter.limit.unwrap_or(usize::MAX);
+        let mut found = Vec::new();
+        let mut offset: isize = 0;
+        while found.len() < limit {
+            // Newest first; runs accepted in the same millisecond by run id,
+            // descending, as every store lists them.
+            let ids: Vec<String> = self
+                .conn()
+                .zrevrange(keys.runs(), offset, offset + LIST_PAGE - 1)
+                .await
+                .map_err(failed(DOING))?;
+            if ids.is_empty() {
+                break;
+            }
+            offset += LIST_PAGE;
+            let run_ids: Vec<RunId> = ids.iter().filter_map(|id| RunId::parse(id).ok()).collect();
+            let mut pipe = redis::pipe();
+            for run_id in &run_ids {
+                pipe.hgetall(keys.run(run_id));
+            }
+            let hashes: Vec<HashMap<String, String>> = pipe
+                .query_async(&mut self.conn())
+                .await
+                .map_err(failed(DOING))?;
+            for (run_id, hash) in run_ids.iter().zip(hashes) {
+                // Deleted between the two reads: not listed.
+                if let Some(run) = summary(run_id, hash)?
+                    && filter.matches(&run)
+                {
+                    found.push(run);
+                }
+            }
+        }
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    pub(crate) async fn put_artifact(
+        &self,
+        run_id: &RunId,
+        name: &str,
+        mime: &str,
+        data: Vec<u8>,
+    ) -> Result<ArtifactRef, LogError> {
+        check_artifact_name(name)?;
+        let keys = &self.keys;
+        let artifact = ArtifactRef {
+            name: name.to_owned(),
+            uri: ArtifactRef::uri_for(run_id, name),
+            mime: mime.to_owned(),
+            bytes: data.len() as u64,
+            sha256: sha256_hex(&data),
+        };
+        let description = serde_json::to_string(&artifact).expect("artifacts serialize");
+        let answer: String = scripts::PUT_ARTIFACT
+            .key(keys.run(run_id))
+            .key(keys.artifacts(run_id))
+            .key(keys.artifact_data(run_id, name))
+            .arg(name)
+            .arg(description)
+            .arg(data)
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(failed("storing an artifact"))?;
+        match answer.as_str() {
+            "ok" => Ok(artifact),
+            "unknown" => Err(LogError::UnknownRun(run_id.clone())),
+            _ => Err(LogError::ArtifactExists {
+                run_id: run_id.clone(),
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    pub(crate) async fn artifact(
+        &self,
+        run_id: &RunId,
+        name: &str,
+    ) -> Result<ArtifactRef, LogError> {
+        const DOING: &str = "reading an artifact";
+        let keys = &self.keys;
+        let (exists, description): (bool, Option<String>) = redis::pipe()
+            .exists(keys.run(run_id))
+            .hget(keys.artifacts(run_id), name)
+            .query_async(&mut self.conn())
+            .await
+            .map_err(failed(DOING))?;
+        match (exists, description) {
+            (false, _) => Err(LogError::UnknownRun(run_id.clone())),
+            (true, None) => Err(LogError::UnknownArtifact {
+                run_id: run_id.clone(),
+                name: name.to_owned(),
+            }),
+            (true, Some(description)) => {
+                serde_json::from_str(&description).map_err(|error| LogError::Storage {
+                    doing: DOING,
+                    message: format!("artifact {name:?} of run {run_id} is not valid: {error}"),
+                })
+            }
+        }
+    }
+
+    pub(crate) async fn read_artifact(
+        &self,
+        run_id: &RunId,
+        name: &str,
+        range: Range<u64>,
+    ) -> Result<Vec<u8>, LogError> {
+        let artifact = self.artifact(run_id, name).await?;
+        let range = clamp_range(range, artifact.bytes);
+        if range.is_empty() {
+            return Ok(Vec::new());
+        }
+        // GETRANGE's end is inclusive.
+        self.conn()
+            .getrange(
+                self.keys.artifact_data(run_id, name),
+                range.start as isize,
+                range.end as isize - 1,
+            )
+            .await
+            .map_err(failed("reading an artifact"))
+    }
+
+    pub(crate) async fn delete_finished_before(&self, ts: u64) -> Result<usize, LogError> {
+        let keys = &self.keys;
+        scripts::DELETE_FINISHED
+            .key(keys.finished())
+            .key(keys.runs())
+            .arg(keys.prefix())
+            .arg(ts)
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(failed("deleting old runs"))
+    }
+}
+
+impl Core {
+    fn forget_tail(&self, run_id: &RunId) {
+        self.tails.lock().expect("tails lock").remove(run_id);
+    }
+
+    /// Whether `events` are in the log already, exactly: the retry of an
+    /// append whose answer was lost with the connection (the script ran,
+    /// the reply never came). Such a retry succeeds instead of being
+    /// refused, so a writer that retries on a storage error neither fails
+    /// its run nor stores anything twice.
+    async fn stored_already(
+        &self,
+        run_id: &RunId,
+        tail: LogTail,
+        events: &[RunEvent],
+    ) -> Result<bool, LogError> {
+        let (first, last) = (events[0].seq, events[events.len() - 1].seq);
+        if last >= tail.next_seq {
+            return Ok(false);
+        }
+        let stored = self.read(run_id, first, events.len()).await?;
+        Ok(stored == events)
+    }
+
+    /// The run's tail, `None` if it does not exist: two fields, not the
+    /// whole summary, on every append.
+    async fn tail(&self, run_id: &RunId) -> Result<Option<LogTail>, LogError> {
+        const DOING: &str = "reading a run's tail";
+        let (events, state): (Option<u64>, Option<String>) = redis::cmd("HMGET")
+            .arg(self.keys.run(run_id))
+            .arg("events")
+            .arg("state")
+            .query_async(&mut self.conn())
+            .await
+            .map_err(failed(DOING))?;
+        match (events, state) {
+            (Some(next_seq), Some(state)) => Ok(Some(LogTail {
+                next_seq,
+                state: parse_state(&state).ok_or_else(|| LogError::Storage {
+                    doing: DOING,
+                    message: format!("run {run_id} has an unknown state {state:?}"),
+                })?,
+            })),
+            _ => Ok(None),
+        }
+    }
+}
+
+#[async_trait]
+impl EventLog for RedisLog {
+    async fn create_run(&self, run: NewRun) -> Result<(), LogError> {
+        self.io(move |core| {
+            let run = run.clone();
+            async move { core.create_run(run).await }
+        })
+        .await
+    }
+
+    async fn append(&self, events: Batch) -> Result<(), LogError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let stored = events.clone();
+        self.io(move |core| {
+            let stored = stored.clone();
+            async move { core.append(stored).await }
+        })
+        .await?;
+        self.inner.hub.publish(events);
+        Ok(())
+    }
+
+    async fn read(
+        &self,
+        run_id: &RunId,
+        from: Seq,
+        limit: usize,
+    ) -> Result<Vec<RunEvent>, LogError> {
+        let run_id = run_id.clone();
+        self.io(move |core| {
+            let run_id = run_id.clone();
+            async move { core.read(&run_id, from, limit).await }
+        })
+        .await
+    }
+
+    fn subscribe_from(&self, run_id: &RunId, from: Seq) -> Subscription {
+        Subscription::new(Arc::new(self.clone()), run_id.clone(), from)
+    }
+
+    async fn get_run(&self, run_id: &RunId) -> Result<Option<RunSummary>, LogError> {
+        let run_id = run_id.clone();
+        self.io(move |core| {
+            let run_id = run_id.clone();
+            async move { core.get_run(&run_id).await }
+        })
+        .await
+    }
+
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, LogError> {
+        let filter = filter.clone();
+        self.io(move |core| {
+            let filter = filter.clone();
+            async move { core.list_runs(&filter).await }
+        })
+        .await
+    }
+
+    async fn put_artifact(
+        &self,
+        run_id: &RunId,
+        name: &str,
+        mime: &str,
+        data: Vec<u8>,
+    ) -> Result<ArtifactRef, LogError> {
+        let (run_id, name, mime) = (run_id.clone(), name.to_owned(), mime.to_owned());
+        self.io(move |core| {
+            let (run_id, name, mime, data) =
+                (run_id.clone(), name.clone(), mime.clone(), data.clone());
+            async move { core.put_artifact(&run_id, &name, &mime, data).await }
+        })
+        .await
+    }
+
+    async fn artifact(&self, run_id: &RunId, name: &str) -> Result<ArtifactRef, LogError> {
+        let (run_id, name) = (run_id.clone(), name.to_owned());
+        self.io(move |core| {
+            let (run_id, name) = (run_id.clone(), name.clone());
+            async move { core.artifact(&run_id, &name).await }
+        })
+        .await
+    }
+
+    async fn read_artifact(
+        &self,
+        run_id: &RunId,
+        name: &str,
+        range: Range<u64>,
+    ) -> Result<Vec<u8>, LogError> {
+        let (run_id, name) = (run_id.clone(), name.to_owned());
+        self.io(move |core| {
+            let (run_id, name, range) = (run_id.clone(), name.clone(), range.clone());
+            async move { core.read_artifact(&run_id, &name, range).await }
+        })
+        .await
+    }
+
+    async fn delete_finished_before(&self, ts: u64) -> Result<usize, LogError> {
+        self.io(move |core| async move { core.delete_finished_before(ts).await })
+            .await
+    }
+
+    fn live(&self) -> &LiveHub {
+        &self.inner.hub
+    }
+}

@@ -1,0 +1,568 @@
+// The runs dashboard: plain JS, no framework, no build step. Two views by
+// URL hash: the runs list (#/) and one run (#/run/ID). Data comes from the
+// server's /api routes and GET /runs/{id}/events, read with fetch (not
+// EventSource, which cannot send the Authorization header).
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const TOKEN_KEY = "weir.token";
+  const PAGE = 50;
+  const ACTIVE = new Set(["pending", "working", "input_required"]);
+  // What tests (and curious people) can read: counts, not internals.
+  const stats = (window.__weir = { received: 0, duplicates: 0, resumedFrom: null, liveRuns: 0 });
+
+  let token = sessionStorage.getItem(TOKEN_KEY);
+  let view = null; // the current view's stop function
+
+  // ---- HTTP ----------------------------------------------------------
+  class Unauthorized extends Error {}
+  function headers(extra) {
+    const h = Object.assign({}, extra);
+    if (token) h.Authorization = "Bearer " + token;
+    return h;
+  }
+  async function api(path, options) {
+    const response = await fetch(path, Object.assign({}, options, { headers: headers(options && options.headers) }));
+    if (response.status === 401) throw new Unauthorized();
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error((body.error && body.error.message) || response.statusText);
+    return body;
+  }
+
+  // Server-sent events over fetch. Calls onEvent({event, id, data}) per
+  // event; reconnects after a drop with Last-Event-ID = the last id seen
+  // (lastId() asks the caller, which may have learned more since), until
+  // stop() or onEvent returns "stop".
+  function sse(url, { lastId, onEvent, onState }) {
+    const control = new AbortController();
+    let stopped = false;
+    (async () => {
+      let delay = 250;
+      while (!stopped) {
+        try {
+          const h = headers({ Accept: "text/event-stream" });
+          const last = lastId ? lastId() : null;
+          if (last !== null && last !== undefined) h["Last-Event-ID"] = String(last);
+          const response = await fetch(url, { headers: h, signal: control.signal });
+          if (response.status === 401) { stopped = true; onState && onState("unauthorized"); return; }
+          if (!response.ok || !response.body) throw new Error(response.statusText);
+          onState && onState("open");
+          delay = 250;
+          const reader = response.body.getReader();
+          const decoder = new TextDecoder();
+          let buffer = "", event = "message", id = null, data = [];
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            buffer += decoder.decode(value, { stream: true });
+            // Lines are cut by position and the rest kept once per chunk:
+            // a chunk of many events is read in linear time.
+            let at = 0, nl;
+            while ((nl = buffer.indexOf("\n", at)) >= 0) {
+              let line = buffer.slice(at, nl);
+              at = nl + 1;
+              if (line.endsWith("\r")) line = line.slice(0, -1);
+              if (line === "") {
+                if (data.length) {
+                  if (onEvent({ event, id, data: data.join("\n") }) === "stop") { stopped = true; control.abort(); return; }
+                }
+                event = "message"; id = null; data = [];
+              } else if (line.startsWith(":")) {
+                // a comment
+              } else {
+                const colon = line.indexOf(":");
+                const field = colon < 0 ? line : line.slice(0, colon);
+                let v = colon < 0 ? "" : line.slice(colon + 1);
+                if (v.startsWith(" ")) v = v.slice(1);
+                if (field === "event") event = v;
+                else if (field === "id") id = v;
+                else if (field === "data") data.push(v);
+              }
+            }
+            buffer = buffer.slice(at);
+          }
+        } catch (e) {
+          if (stopped) return;
+        }
+        if (stopped) return;
+        onState && onState("closed");
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    })();
+    return () => { stopped = true; control.abort(); };
+  }
+
+  // ---- formatting ----------------------------------------------------
+  const pad = (n) => String(n).padStart(2, "0");
+  function clock(ts) {
+    const d = new Date(ts);
+    return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+  function when(ts) {
+    const d = new Date(ts);
+    const today = new Date().toDateString() === d.toDateString();
+    return (today ? "" : `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} `) + clock(ts);
+  }
+  function span(ms) {
+    if (ms < 1000) return ms + " ms";
+    const s = Math.floor(ms / 1000);
+    if (s < 60) return (ms / 1000).toFixed(1) + " s";
+    if (s < 3600) return `${Math.floor(s / 60)}m ${pad(s % 60)}s`;
+    return `${Math.floor(s / 3600)}h ${pad(Math.floor(s / 60) % 60)}m`;
+  }
+  function duration(run) {
+    return span((run.finished_ts || (ACTIVE.has(run.state) ? Date.now() : run.updated_ts)) - run.created_ts);
+  }
+  function percent(run) {
+    if (run.state === "completed") return 100;
+    const p = run.progress;
+    if (p && p.total) return Math.max(0, Math.min(100, (100 * p.progress) / p.total));
+    return ACTIVE.has(run.state) ? 0 : 100;
+  }
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function mount(template) {
+    const main = $("main");
+    main.replaceChildren($(template).content.cloneNode(true));
+    return main;
+  }
+
+  // ---- token ---------------------------------------------------------
+  function askToken(message) {
+    if (view) view();
+    view = null;
+    mount("t-token");
+    if (message) $("token-error").textContent = message;
+    $("token-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      token = $("token").value.trim();
+      sessionStorage.setItem(TOKEN_KEY, token);
+      route();
+    });
+    $("token").focus();
+  }
+  function failed(error) {
+    if (error instanceof Unauthorized) askToken(token ? "That token was refused." : "");
+    else $("main").prepend(el("p", "card error", String(error.message || error)));
+  }
+  $("logout").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); token = null; askToken(); });
+
+  // ---- the runs list -------------------------------------------------
+  function listView() {
+    mount("t-list");
+    const body = $("runs");
+    const rows = new Map(); // run id -> {tr, run}
+    const cursors = [""]; // cursor of each page seen, for "newer"
+    let page = 0, next = null, stopLive = null, alive = true;
+    const saved = JSON.parse(sessionStorage.getItem("weir.filters") || "{}");
+    $("f-state").value = saved.state || "";
+
+    function filters() {
+      return { state: $("f-state").value, tool: $("f-tool").value };
+    }
+    function matches(run) {
+      const f = filters();
+      return (!f.state || f.state.split(",").includes(run.state)) && (!f.tool || f.tool === run.tool);
+    }
+    function fill(tr, run) {
+      const cells = tr.children;
+      const state = cells[0].firstChild;
+      state.className = "state " + run.state;
+      state.textContent = run.state;
+      cells[1].textContent = run.tool;
+      cells[3].textContent = when(run.created_ts);
+      cells[4].textContent = duration(run);
+      const bar = cells[5].firstChild;
+      bar.className = "progress" + (run.state === "completed" ? " done" : "");
+      bar.firstChild.style.width = percent(run) + "%";
+      bar.title = run.progress ? `${run.progress.progress}${run.progress.total ? " / " + run.progress.total : ""}${run.progress.message ? " — " + run.progress.message : ""}` : "";
+      cells[6].textContent = run.owner || "—";
+    }
+    function row(run) {
+      const tr = el("tr");
+      tr.dataset.run = run.run_id;
+      const td0 = el("td");
+      td0.append(el("span", "state"));
+      const link = el("a", "", run.run_id.slice(0, 8) + "…" + run.run_id.slice(-4));
+      link.href = "#/run/" + encodeURIComponent(run.run_id);
+      const td2 = el("td");
+      td2.append(link);
+      const td5 = el("td");
+      const bar = el("div", "progress");
+      bar.append(el("div"));
+      td5.append(bar);
+      tr.append(td0, el("td"), td2, el("td"), el("td"), td5, el("td"));
+      fill(tr, run);
+      return tr;
+    }
+    async function load() {
+      const f = filters();
+      sessionStorage.setItem("weir.filters", JSON.stringify(f));
+      const q = new URLSearchParams({ limit: PAGE });
+      if (f.state) q.set("state", f.state);
+      if (f.tool) q.set("tool", f.tool);
+      if (cursors[page]) q.set("cursor", cursors[page]);
+      const answer = await api("/api/runs?" + q);
+      if (!alive) return;
+      rows.clear();
+      body.replaceChildren(...answer.runs.map((run) => {
+        const tr = row(run);
+        rows.set(run.run_id, { tr, run });
+        return tr;
+      }));
+      next = answer.next_cursor;
+      $("older").disabled = !next;
+      $("newer").disabled = page === 0;
+      $("page-no").textContent = "page " + (page + 1);
+      $("empty").hidden = answer.runs.length > 0;
+    }
+    function onRun(run) {
+      stats.liveRuns++;
+      const known = rows.get(run.run_id);
+      if (known) {
+        known.run = run;
+        if (matches(run)) fill(known.tr, run);
+        else { known.tr.remove(); rows.delete(run.run_id); }
+        return;
+      }
+      // A run not on this page: a new one goes on top of the first page.
+      if (page !== 0 || !matches(run)) return;
+      const first = body.firstChild;
+      const firstRun = first && rows.get(first.dataset.run);
+      if (firstRun && firstRun.run.created_ts > run.created_ts) return;
+      const tr = row(run);
+      rows.set(run.run_id, { tr, run });
+      body.prepend(tr);
+      $("empty").hidden = true;
+      while (body.children.length > PAGE) {
+        const last = body.lastChild;
+        rows.delete(last.dataset.run);
+        last.remove();
+        $("older").disabled = false;
+        // The page now ends earlier: the next page starts after its last row.
+        const end = rows.get(body.lastChild.dataset.run).run;
+        next = end.created_ts + "." + end.run_id;
+      }
+    }
+    // Watch first, then read: a run created in between is not missed.
+    stopLive = sse("/api/runs/live", {
+      onEvent(e) {
+        if (e.event === "run") onRun(JSON.parse(e.data));
+        else if (e.event === "reload") load().catch(failed);
+      },
+      onState(s) {
+        $("conn").classList.toggle("on", s === "open");
+        if (s === "unauthorized") askToken(token ? "That token was refused." : "");
+        // Back after a drop: what changed meanwhile is in the list.
+        if (s === "open" && rows.size) load().catch(failed);
+      },
+    });
+    api("/api/tools").then((answer) => {
+      for (const name of answer.tools.sort()) $("f-tool").append(el("option", "", name));
+      $("f-tool").value = saved.tool || "";
+      return load();
+    }).catch(failed);
+    $("f-state").addEventListener("change", () => { page = 0; cursors.length = 1; load().catch(failed); });
+    $("f-tool").addEventListener("change", () => { page = 0; cursors.length = 1; load().catch(failed); });
+    $("older").addEventListener("click", () => { if (next) { cursors[++page] = next; load().catch(failed); } });
+    $("newer").addEventListener("click", () => { if (page > 0) { page--; load().catch(failed); } });
+    const ticker = setInterval(() => {
+      for (const { tr, run } of rows.values()) if (ACTIVE.has(run.state)) tr.children[4].textContent = duration(run);
+    }, 1000);
+    return () => { alive = false; stopLive && stopLive(); clearInterval(ticker); };
+  }
+
+  // ---- one run -------------------------------------------------------
+  const ROW_H = 18;
+  const MAX_SPACE = 8000000; // px: under every browser's element height cap
+  const CACHE = 20000; // event rows kept in memory
+  const HISTORY = 2000; // events read before going live (timeline, artifacts)
+
+  function text(e) {
+    const json = (v) => { const s = JSON.stringify(v); return s.length > 400 ? s.slice(0, 400) + "…" : s; };
+    const blocks = (content) => (content || []).map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
+    switch (e.type) {
+      case "started": return `${e.tool} ${json(e.arguments)}`;
+      case "meta": return json(Object.fromEntries(Object.entries(e).filter(([k]) => !["run_id", "seq", "ts", "type"].includes(k))));
+      case "progress": return `${e.progress}${e.total ? " / " + e.total : ""}${e.phase ? " [" + e.phase + "]" : ""}${e.message ? " " + e.message : ""}${e.eta_ms ? " ETA " + span(e.eta_ms) : ""}`;
+      case "log": return `${e.level}${e.stream && e.stream !== "none" ? "/" + e.stream : ""}: ${e.text}`;
+      case "partial": return (e.group ? `(${e.group}) ` : "") + (e.content && e.content.length ? blocks(e.content) : json(e.items));
+      case "artifact": return `${e.name} (${e.mime}, ${e.bytes} bytes)`;
+      case "warning": return e.message;
+      case "input_required": return `asks: ${e.message || e.input && e.input.kind || ""}`;
+      case "input_ended": return `answer: ${e.outcome}`;
+      case "completed": return blocks(e.content) || json(e.structured || {});
+      case "failed": return `${e.error.code}: ${e.error.message}`;
+      case "canceled": return e.reason;
+      default: return json(e);
+    }
+  }
+
+  function mermaidOf(value, found) {
+    if (typeof value === "string") {
+      if (/^\s*(graph|flowchart)\s+(TD|TB|LR|BT|RL)\b/.test(value)) found.push(value);
+    } else if (value && typeof value === "object") {
+      for (const v of Object.values(value)) mermaidOf(v, found);
+    }
+    return found;
+  }
+
+  function runView(runId) {
+    mount("t-run");
+    let alive = true, stop = null, run = null;
+    const cache = new Map(); // seq -> event
+    let total = 0; // events known to exist: seqs 0..total-1
+    let last = -1; // highest seq received, in order
+    let follow = true, dirty = false, fetching = false;
+    const buckets = new Map(); // second -> events that second
+    const phases = []; // {name, ts}
+    const artifacts = new Map();
+    const key = "weir.run." + runId;
+    const spot = JSON.parse(sessionStorage.getItem(key) || "null");
+    if (spot) follow = spot.follow;
+    $("follow").checked = follow;
+
+    const log = $("log"), win = $("log-window"), space = $("log-space");
+    const visible = () => Math.ceil(log.clientHeight / ROW_H) + 1;
+    function spaceHeight() { return Math.max(log.clientHeight, Math.min(total * ROW_H, MAX_SPACE)); }
+    // The first row shown, from the scroll position (scaled when the log is
+    // taller than the space).
+    function firstRow() {
+      const room = space.offsetHeight - log.clientHeight;
+      const frac = room > 0 ? log.scrollTop / room : 0;
+      return Math.max(0, Math.round(frac * Math.max(0, total - visible() + 1)));
+    }
+    function scrollTo(seq) {
+      const room = space.offsetHeight - log.clientHeight;
+      const rows = Math.max(1, total - visible() + 1);
+      log.scrollTop = (seq / rows) * room;
+    }
+    function draw() {
+      dirty = false;
+      space.style.height = spaceHeight() + "px";
+      if (follow) log.scrollTop = log.scrollHeight;
+      const first = firstRow();
+      const n = Math.min(visible(), total - first);
+      // The window covers the view and no more: it must not lengthen the
+      // scrolled area it sits in.
+      win.style.height = log.clientHeight + "px";
+      win.style.transform = `translateY(${log.scrollTop}px)`;
+      const nodes = [];
+      let missing = -1;
+      for (let seq = first; seq < first + n; seq++) {
+        const e = cache.get(seq);
+        const r = el("div", "row " + (e ? "ev-" + e.type : "missing"));
+        r.dataset.seq = seq;
+        r.append(el("span", "seq", String(seq)));
+        if (e) {
+          r.append(el("span", "ty", e.type), document.createTextNode(clock(e.ts) + "  " + text(e)));
+        } else {
+          r.append(el("span", "ty", "…"));
+          if (missing < 0) missing = seq;
+        }
+        nodes.push(r);
+      }
+      win.replaceChildren(...nodes);
+      sessionStorage.setItem(key, JSON.stringify({ follow, first }));
+      if (missing >= 0) fetchPage(missing);
+    }
+    function redraw() {
+      if (!dirty) { dirty = true; requestAnimationFrame(() => alive && draw()); }
+    }
+    // Older rows, when the view shows rows not in memory.
+    async function fetchPage(from) {
+      if (fetching) return;
+      fetching = true;
+      try {
+        const page = await api(`/api/runs/${encodeURIComponent(runId)}/events?from=${from}&limit=${Math.max(200, visible() * 2)}`);
+        for (const e of page.events) cache.set(e.seq, e);
+        trim();
+      } catch (e) { failed(e); }
+      fetching = false;
+      if (alive) redraw();
+    }
+    // Memory stays bounded: drop the rows farthest from the view.
+    function trim() {
+      if (cache.size <= CACHE) return;
+      const at = firstRow();
+      const seqs = [...cache.keys()].sort((a, b) => Math.abs(b - at) - Math.abs(a - at));
+      for (const seq of seqs.slice(0, cache.size - CACHE * 0.8)) cache.delete(seq);
+    }
+    log.addEventListener("scroll", () => {
+      const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 2;
+      if (follow !== atEnd) { follow = atEnd; $("follow").checked = follow; }
+      redraw();
+    });
+    $("follow").addEventListener("change", (e) => { follow = e.target.checked; redraw(); });
+
+    // What the events say about the run, kept as they arrive.
+    function learn(e) {
+      const second = Math.floor(e.ts / 1000);
+      buckets.set(second, (buckets.get(second) || 0) + 1);
+      if (e.type === "progress") {
+        if (e.phase && (!phases.length || phases[phases.length - 1].name !== e.phase)) phases.push({ name: e.phase, ts: e.ts });
+        run.progress = e;
+      } else if (e.type === "artifact") {
+        artifacts.set(e.name, e);
+      } else if (e.type === "completed" || e.type === "failed" || e.type === "canceled") {
+        run.state = e.type;
+        run.finished_ts = e.ts;
+        result(e);
+      } else if (e.type === "input_required") run.state = "input_required";
+      else if (e.type === "input_ended" || e.type === "started") run.state = "working";
+    }
+    // One event in log order; anything at or below the last seq is a
+    // duplicate (a replay after a reconnect) and is dropped.
+    function take(e) {
+      if (e.seq <= last) { stats.duplicates++; return; }
+      last = e.seq;
+      stats.received++;
+      cache.set(e.seq, e);
+      if (cache.size > CACHE) trim();
+      total = Math.max(total, e.seq + 1);
+      learn(e);
+    }
+    function result(e) {
+      $("result-box").hidden = false;
+      let shown;
+      if (e.type === "completed") {
+        const t = (e.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+        shown = [t, e.structured ? JSON.stringify(e.structured, null, 2) : ""].filter(Boolean).join("\n\n");
+        const graphs = $("graphs");
+        graphs.replaceChildren();
+        for (const m of mermaidOf(e.structured, [])) {
+          const svg = window.weirGraph.render(m);
+          if (svg) { const d = el("div"); d.innerHTML = svg; graphs.append(d); }
+        }
+      } else if (e.type === "failed") {
+        shown = `failed (${e.error.code}): ${e.error.message}${e.error.remediation ? "\n" + e.error.remediation : ""}`;
+      } else shown = "canceled: " + e.reason;
+      $("result").textContent = shown || "(empty result)";
+    }
+    async function download(a) {
+      const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/artifacts/${encodeURIComponent(a.name)}`, { headers: headers() });
+      if (!response.ok) return;
+      const url = URL.createObjectURL(await response.blob());
+      const link = el("a");
+      link.href = url;
+      link.download = a.name;
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    }
+    function paint() {
+      if (!run) return;
+      const state = $("r-state");
+      state.className = "state " + run.state;
+      state.textContent = run.state;
+      $("r-duration").textContent = duration(run);
+      $("r-events").textContent = total.toLocaleString();
+      $("cancel").disabled = !ACTIVE.has(run.state);
+      const bar = $("r-bar");
+      bar.style.width = percent(run) + "%";
+      bar.parentElement.classList.toggle("done", run.state === "completed");
+      const p = run.progress;
+      $("r-progress").textContent = p ? `${p.progress}${p.total ? " / " + p.total : ""}${p.phase ? " · " + p.phase : ""}${p.message ? " · " + p.message : ""}${p.eta_ms && ACTIVE.has(run.state) ? " · ETA " + span(p.eta_ms) : ""}` : "";
+      // events/s over the last 60 s, from the events' own time stamps.
+      const now = Math.floor((ACTIVE.has(run.state) ? Date.now() : run.finished_ts || Date.now()) / 1000);
+      const counts = [];
+      for (let s = now - 59; s <= now; s++) counts.push(buckets.get(s) || 0);
+      for (const s of buckets.keys()) if (s < now - 120) buckets.delete(s);
+      const peak = Math.max(1, ...counts);
+      $("spark").firstElementChild.setAttribute("points", counts.map((c, i) => `${(i * 160) / 59},${27 - (c / peak) * 25}`).join(" "));
+      $("r-rate").textContent = counts[counts.length - 2] || counts[counts.length - 1] || 0;
+      if (phases.length) {
+        const tl = $("timeline");
+        tl.hidden = false;
+        const end = run.finished_ts || Date.now();
+        const start = run.created_ts;
+        const colors = ["#2f6fed", "#1e9e5a", "#c98a0b", "#6d5bd0", "#d64545", "#138a9e"];
+        tl.replaceChildren(...phases.map((ph, i) => {
+          const until = i + 1 < phases.length ? phases[i + 1].ts : end;
+          const d = el("div", "", ph.name);
+          d.style.flex = Math.max(1, until - (i ? ph.ts : start)) + " 1 0";
+          d.style.background = colors[i % colors.length];
+          d.title = `${ph.name}: ${span(until - ph.ts)}`;
+          return d;
+        }));
+      }
+      if (artifacts.size !== $("artifacts").children.length) {
+        $("artifacts-box").hidden = false;
+        $("artifacts").replaceChildren(...[...artifacts.values()].map((a) => {
+          const li = el("li");
+          const link = el("a", "", a.name);
+          link.href = "#";
+          link.addEventListener("click", (ev) => { ev.preventDefault(); download(a).catch(failed); });
+          li.append(link, el("span", "muted", ` ${a.mime}, ${a.bytes.toLocaleString()} bytes, sha256 ${a.sha256.slice(0, 12)}…`));
+          return li;
+        }));
+      }
+    }
+    $("cancel").addEventListener("click", async () => {
+      $("cancel").disabled = true;
+      try {
+        await api(`/api/runs/${encodeURIComponent(runId)}/cancel`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+      } catch (e) { failed(e); $("r-progress").textContent = String(e.message || e); }
+    });
+
+    (async () => {
+      const detail = await api("/api/runs/" + encodeURIComponent(runId));
+      if (!alive) return;
+      run = detail.run;
+      $("r-tool").textContent = run.tool;
+      $("r-id").textContent = run.run_id;
+      $("r-owner").textContent = run.owner || "—";
+      $("r-started").textContent = when(run.created_ts);
+      $("r-args").textContent = JSON.stringify(detail.arguments, null, 2);
+      total = run.events;
+      redraw();
+      // The latest events first (for the timeline, artifacts and result),
+      // then live from where they end: a reload resumes, never replays.
+      const from = Math.max(0, total - HISTORY);
+      let seq = from;
+      while (seq < total && alive) {
+        const page = await api(`/api/runs/${encodeURIComponent(runId)}/events?from=${seq}&limit=1000`);
+        if (!page.events.length) break;
+        if (last < 0) last = page.events[0].seq - 1;
+        for (const e of page.events) take(e);
+        seq = page.next_seq;
+      }
+      if (last >= 0) stats.resumedFrom = last;
+      if (spot && !spot.follow) { draw(); scrollTo(spot.first); }
+      redraw();
+      if (!alive) return;
+      stop = sse(`/runs/${encodeURIComponent(runId)}/events`, {
+        lastId: () => (last >= 0 ? last : null),
+        onEvent(m) {
+          if (m.event === "heartbeat") return;
+          const e = JSON.parse(m.data);
+          if (m.event === "end") { run.state = e.state; return "stop"; }
+          if (e.seq === undefined) return; // a read failure: reconnect resumes
+          take(e);
+          redraw();
+          if (["done", "error"].includes(m.event)) { paint(); return "stop"; }
+        },
+        onState(s) {
+          $("conn").classList.toggle("on", s === "open");
+          if (s === "unauthorized") askToken("That token was refused.");
+        },
+      });
+    })().catch(failed);
+    const painter = setInterval(paint, 250);
+    return () => { alive = false; stop && stop(); clearInterval(painter); };
+  }
+
+  // ---- routing -------------------------------------------------------
+  function route() {
+    if (view) view();
+    $("logout").hidden = !token;
+    const m = location.hash.match(/^#\/run\/(.+)$/);
+    view = m ? runView(decodeURIComponent(m[1])) : listView();
+  }
+  window.addEventListener("hashchange", route);
+  route();
+})();

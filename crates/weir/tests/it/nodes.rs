@@ -1,0 +1,676 @@
+//! Several nodes on one Redis (issue 15), through the real binaries: a real
+//! `redis-server` (AOF `appendfsync always`, in a temporary directory, on a
+//! free port) and two or three `weir serve --http --fixtures --redis …`
+//! processes.
+//!
+//! A run started on node A is followed from B and C (`weir runs tail
+//! --url`, resumed across nodes; plain SSE with `Last-Event-ID`), its task
+//! read from B and cancelled from C; a node killed with SIGKILL has its runs
+//! closed `interrupted` by a survivor within a bounded time; Redis killed
+//! and restarted mid-run loses nothing; a call a busy node has no slot for
+//! is executed by an idle one. In every case the events a client
+//! put together from its resumes are the run's log exactly: dense from 0,
+//! none twice, one terminal event, last.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+const SESSIONS: &str = "2025-11-25";
+const STATELESS: &str = "2026-07-28";
+/// Leases short enough that a dead node is noticed within seconds.
+const LEASE_MS: &str = "1500";
+
+/// A `redis-server` with its data in `dir`, killed on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Redis::spawn(dir.path(), port);
+        Redis { child, port, dir }
+    }
+
+    fn spawn(dir: &Path, port: u16) -> Child {
+        let mut child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!(
+                    "could not start redis-server ({error}): these tests need it on PATH; \
+                     install it with `apt-get install redis-server` (scripts/test does when root)"
+                )
+            });
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut seen = String::new();
+        for line in stdout.lines() {
+            let line = line.unwrap();
+            if line.contains("Ready to accept connections") {
+                return child;
+            }
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("redis-server did not start: {seen}");
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// SIGKILL, then start again on the same port and files.
+    fn crash_and_restart(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.child = Redis::spawn(self.dir.path(), self.port);
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `weir serve --http --fixtures --redis URL --node NAME`, killed on drop.
+struct Node {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn start(redis: &Redis, name: &str) -> Node {
+        Node::start_with(redis, name, &[])
+    }
+
+    fn start_with(redis: &Redis, name: &str, extra: &[&str]) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(WEIR)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["serve", "--http", "127.0.0.1:0", "--fixtures"])
+            .args(["--redis", &redis.url(), "--node", name])
+            .args(["--node-lease-ms", LEASE_MS])
+            .args(extra)
+            .env_remove("WEIR_TOKEN")
+            .env_remove("WEIR_TOKENS_FILE")
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let (found, addr) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut seen = String::new();
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+                if let Some(rest) = seen.split("serving MCP at http://").nth(1)
+                    && rest.contains('/')
+                {
+                    let _ = found.send(Ok(rest.split('/').next().unwrap().to_owned()));
+                    seen.clear();
+                }
+            }
+            let _ = found.send(Err(seen));
+        });
+        let addr = addr
+            .recv_timeout(Duration::from_secs(60))
+            .expect("weir serve says where it serves within 60 s")
+            .unwrap_or_else(|stderr| panic!("weir serve --node {name} did not start: {stderr}"));
+        Node {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// One HTTP request on its own connection: status, head and body
+    /// (de-chunked), within 30 s.
+    fn send(&self, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
+        let method = if body.is_empty() { "GET" } else { "POST" };
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut received = Vec::new();
+        stream
+            .read_to_end(&mut received)
+            .unwrap_or_else(|error| panic!("{method} {path}: {error}"));
+        let text = String::from_utf8_lossy(&received).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or(0);
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            let (mut rest, mut out) = (body, String::new());
+            while let Some((size, after)) = rest.split_once("\r\n") {
+                let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+                if size == 0 || after.len() < size {
+                    break;
+                }
+                out.push_str(&after[..size]);
+                rest = after[size..].trim_start_matches("\r\n");
+            }
+            out
+        } else {
+            body.to_owned()
+        };
+        (status, head.to_owned(), body)
+    }
+
+    /// A JSON-RPC request (in `session`, else stateless): its message.
+    fn rpc(&self, session: Option<&str>, method: &str, mut params: Value) -> Value {
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        match session {
+            Some(session) => {
+                headers.push(("Mcp-Session-Id", session));
+                headers.push(("MCP-Protocol-Version", SESSIONS));
+            }
+            None => {
+                params["_meta"] = json!({
+                    "io.modelcontextprotocol/protocolVersion": STATELESS,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                });
+            }
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let (status, head, body) = self.send("/mcp", &headers, &body.to_string());
+        assert_eq!(status, 200, "{method}: {head}\n{body}");
+        let data = if head.contains("text/event-stream") {
+            body.lines()
+                .rev()
+                .find_map(|line| line.strip_prefix("data:"))
+                .unwrap_or_default()
+                .trim()
+                .to_owned()
+        } else {
+            body
+        };
+        serde_json::from_str(&data).unwrap_or_else(|error| panic!("{method}: {error}: {data}"))
+    }
+
+    /// A 2025-11-25 session: its id.
+    fn session(&self) -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": SESSIONS,
+            "capabilities": {"tasks": {}},
+            "clientInfo": {"name": "nodes-test", "version": "0"},
+        }});
+        let (status, head, _) = self.send(
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            &body.to_string(),
+        );
+        assert_eq!(status, 200, "{head}");
+        head.lines()
+            .find_map(|line| {
+                let (key, value) = line.split_once(':')?;
+                key.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| value.trim().to_owned())
+            })
+            .expect("a session id")
+    }
+
+    /// Starts the `stream` fixture as a task on this node: its run id.
+    fn start_stream(&self, count: u64, interval_ms: u64) -> String {
+        let session = self.session();
+        let created = self.rpc(
+            Some(&session),
+            "tools/call",
+            json!({
+                "name": "stream",
+                "arguments": {"count": count, "interval_ms": interval_ms, "size": 32},
+                "task": {"ttl": 600_000},
+            }),
+        );
+        created["result"]["task"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no task: {created}"))
+            .to_owned()
+    }
+
+    /// `GET /runs/{id}/events` from `Last-Event-ID: last` to the run's
+    /// end: each event's (SSE id, JSON).
+    fn sse_after(&self, run_id: &str, last: u64) -> Vec<(u64, Value)> {
+        let last = last.to_string();
+        let (status, head, body) = self.send(
+            &format!("/runs/{run_id}/events"),
+            &[("Last-Event-ID", last.as_str())],
+            "",
+        );
+        assert_eq!(status, 200, "{head}\n{body}");
+        let mut events = Vec::new();
+        let mut id = None;
+        for line in body.lines() {
+            if let Some(value) = line.strip_prefix("id:") {
+                id = value.trim().parse().ok();
+            } else if let Some(data) = line.strip_prefix("data:")
+                && let Some(seq) = id.take()
+            {
+                events.push((seq, serde_json::from_str(data.trim()).unwrap()));
+            }
+        }
+        events
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `weir runs tail ID --url URL --from N --json`: the events it prints, as
+/// they come.
+struct Tail {
+    child: Child,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Tail {
+    fn start(node: &Node, run_id: &str, from: u64) -> Tail {
+        let mut child = Command::new(WEIR)
+            .args(["runs", "tail", run_id, "--json", "--url", &node.url()])
+            .args(["--from", &from.to_string()])
+            .env_remove("WEIR_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        Tail { child, lines }
+    }
+
+    /// The next `n` events, each within `wait`.
+    fn take(&self, n: usize, wait: Duration) -> Vec<Value> {
+        (0..n)
+            .map(|i| {
+                self.lines
+                    .recv_timeout(wait)
+                    .unwrap_or_else(|_| panic!("event {i} of {n} did not come within {wait:?}"))
+            })
+            .collect()
+    }
+
+    /// Every event up to the terminal one, within `wait` in all.
+    fn to_end(&self, wait: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + wait;
+        let mut events = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = self.lines.recv_timeout(left).unwrap_or_else(|_| {
+                panic!(
+                    "the run did not end within {wait:?}; got {} events, last {:?}",
+                    events.len(),
+                    events.last()
+                )
+            });
+            let terminal = is_terminal(&event);
+            events.push(event);
+            if terminal {
+                return events;
+            }
+        }
+    }
+}
+
+impl Drop for Tail {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn is_terminal(event: &Value) -> bool {
+    matches!(
+        event["type"].as_str(),
+        Some("completed" | "failed" | "canceled")
+    )
+}
+
+/// The invariants of a log put together from resumes: seqs dense from 0,
+/// none twice, exactly one terminal event, last. Returns the terminal one.
+fn assert_whole_log(events: &[Value]) -> Value {
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(event["seq"], i as u64, "event {i} is out of place: {event}");
+    }
+    let terminals = events.iter().filter(|event| is_terminal(event)).count();
+    assert_eq!(terminals, 1, "{terminals} terminal events");
+    let last = events.last().unwrap().clone();
+    assert!(is_terminal(&last), "the terminal event is not last: {last}");
+    assert_eq!(events[0]["type"], "started");
+    last
+}
+
+/// A run started on A is followed from B, resumed from C where B's stream
+/// broke off, replayed from A by `Last-Event-ID`, its task read on B and
+/// cancelled from C: one log, whichever node a client asks.
+#[test]
+fn a_run_started_on_one_node_is_followed_and_cancelled_from_the_others() {
+    let redis = Redis::start();
+    let (a, b, c) = (
+        Node::start(&redis, "a"),
+        Node::start(&redis, "b"),
+        Node::start(&redis, "c"),
+    );
+    let run_id = a.start_stream(2_000, 10);
+
+    // B follows from the start; its stream breaks off after 30 events.
+    let from_b = Tail::start(&b, &run_id, 0).take(30, Duration::from_secs(20));
+    let next = from_b.len() as u64;
+    // C picks up where B left off, and cancels the run meanwhile.
+    let on_c = Tail::start(&c, &run_id, next);
+    let more = on_c.take(5, Duration::from_secs(20));
+    let task = b.rpc(None, "tasks/get", json!({"taskId": run_id}));
+    assert_eq!(
+        task["result"]["status"], "working",
+        "task read on B: {task}"
+    );
+    let cancelled = c.rpc(
+        None,
+        "tools/call",
+        json!({"name": "runs_cancel", "arguments": {"run_id": run_id, "reason": "asked on C"}}),
+    );
+    assert_eq!(
+        cancelled["result"]["structuredContent"]["cancelled"], true,
+        "{cancelled}"
+    );
+    let mut whole = from_b.clone();
+    whole.extend(more);
+    whole.extend(on_c.to_end(Duration::from_secs(20)));
+    let terminal = assert_whole_log(&whole);
+    assert_eq!(terminal["type"], "canceled", "{terminal}");
+    assert_eq!(terminal["reason"], "asked on C", "{terminal}");
+
+    // Plain SSE on A, resumed with Last-Event-ID after B's part: C's part.
+    let last = next - 1;
+    let replayed = a.sse_after(&run_id, last);
+    let seqs: Vec<u64> = replayed.iter().map(|(seq, _)| *seq).collect();
+    let expected: Vec<u64> = (next..whole.len() as u64).collect();
+    assert_eq!(seqs, expected, "SSE ids after Last-Event-ID {last}");
+    for (seq, event) in &replayed {
+        assert_eq!(
+            event, &whole[*seq as usize],
+            "event {seq} read on A and on C"
+        );
+    }
+    let task = b.rpc(None, "tasks/get", json!({"taskId": run_id}));
+    assert_eq!(task["result"]["status"], "cancelled", "{task}");
+    let listed = c.rpc(
+        None,
+        "tools/call",
+        json!({"name": "runs_get", "arguments": {"run_id": run_id}}),
+    );
+    assert_eq!(
+        listed["result"]["structuredContent"]["run"]["node"], "a",
+        "runs_get on C names the node that executed it: {listed}"
+    );
+}
+
+/// Node A dies by SIGKILL mid-run: a survivor closes its run `failed`
+/// (`interrupted`) within a bounded time, and the follower on B sees the
+/// whole log once.
+#[test]
+fn a_killed_node_s_runs_are_closed_by_a_survivor() {
+    let redis = Redis::start();
+    let mut a = Node::start(&redis, "a");
+    let b = Node::start(&redis, "b");
+    let run_id = a.start_stream(100_000, 10);
+    let other_on_a = a.start_stream(100_000, 10);
+    // B's own run goes on through it all.
+    let on_b = b.start_stream(300, 10);
+    let tail = Tail::start(&b, &run_id, 0);
+    let mut whole = tail.take(20, Duration::from_secs(20));
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let killed = Instant::now();
+    whole.extend(tail.to_end(Duration::from_secs(15)));
+    let closed_after = killed.elapsed();
+    let terminal = assert_whole_log(&whole);
+    assert_eq!(terminal["type"], "failed", "{terminal}");
+    assert_eq!(terminal["error"]["code"], "interrupted", "{terminal}");
+    let other = Tail::start(&b, &other_on_a, 0).to_end(Duration::from_secs(15));
+    assert_eq!(assert_whole_log(&other)["error"]["code"], "interrupted");
+    let own = Tail::start(&b, &on_b, 0).to_end(Duration::from_secs(30));
+    assert_eq!(assert_whole_log(&own)["type"], "completed");
+    // Two lease periods and two sweeps, with room for a slow machine.
+    assert!(
+        closed_after < Duration::from_secs(8),
+        "closed {closed_after:?} after the kill"
+    );
+    eprintln!("a dead node's run was closed {closed_after:?} after SIGKILL");
+    // In the 2026 task design a tool's failure is a completed task whose
+    // result is an error.
+    let task = b.rpc(None, "tasks/get", json!({"taskId": run_id}));
+    assert_eq!(task["result"]["result"]["isError"], true, "{task}");
+}
+
+/// Redis is killed and restarted (AOF `always`) while a run streams: the
+/// run goes on or ends with a clear failure, and the follower's log,
+/// resumed across the outage, has every event once.
+#[test]
+fn a_redis_restart_mid_run_loses_nothing() {
+    let mut redis = Redis::start();
+    let a = Node::start(&redis, "a");
+    let b = Node::start(&redis, "b");
+    let run_id = a.start_stream(300, 10);
+    let tail = Tail::start(&b, &run_id, 0);
+    let mut whole = tail.take(20, Duration::from_secs(20));
+    redis.crash_and_restart();
+    whole.extend(tail.to_end(Duration::from_secs(60)));
+    let terminal = assert_whole_log(&whole);
+    // Either way the log says what happened; nothing is silently dropped.
+    match terminal["type"].as_str() {
+        Some("completed") => {
+            let items = whole
+                .iter()
+                .filter(|event| event["type"] == "partial")
+                .count();
+            assert_eq!(items, 300, "every item, once");
+        }
+        _ => assert!(
+            terminal["error"]["message"]
+                .as_str()
+                .is_some_and(|message| !message.is_empty()),
+            "{terminal}"
+        ),
+    }
+    // Read again from the other node, after the fact: the same log.
+    let replayed = a.sse_after(&run_id, 0);
+    assert_eq!(replayed.len(), whole.len() - 1);
+    eprintln!(
+        "after a Redis restart mid-run: {} events, ended {}",
+        whole.len(),
+        terminal["type"]
+    );
+}
+
+/// `weir serve --redis` with no Redis there stops at once and says so; two
+/// live nodes may not share a name.
+#[test]
+fn a_node_refuses_to_start_without_redis_or_under_a_live_node_s_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed_port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let serve = |url: &str, name: &str| {
+        Command::new(WEIR)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["serve", "--http", "127.0.0.1:0", "--fixtures"])
+            .args(["--redis", url, "--node", name])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let unreachable = serve(&format!("redis://127.0.0.1:{closed_port}/0"), "x");
+    let stderr = String::from_utf8_lossy(&unreachable.stderr);
+    assert!(!unreachable.status.success());
+    assert!(
+        stderr.contains("does not answer") && stderr.contains("--redis"),
+        "{stderr}"
+    );
+    let redis = Redis::start();
+    let _a = Node::start(&redis, "a");
+    let twin = serve(&redis.url(), "a");
+    let stderr = String::from_utf8_lossy(&twin.stderr);
+    assert!(!twin.status.success());
+    assert!(
+        stderr.contains("a live node is already named \"a\""),
+        "{stderr}"
+    );
+}
+
+/// A call that node A has no slot for (`--max-concurrent 1`, busy) is taken
+/// from the shared queue and executed by idle node B; A's client follows it
+/// on A all the same, and A's own run goes on there.
+#[test]
+fn a_busy_node_s_call_is_executed_by_an_idle_node() {
+    let redis = Redis::start();
+    let a = Node::start_with(&redis, "a", &["--max-concurrent", "1"]);
+    let _b = Node::start(&redis, "b");
+    let first = a.start_stream(300, 10);
+    // A's one slot is taken once its run has started.
+    let _ = Tail::start(&a, &first, 0).take(2, Duration::from_secs(20));
+    let second = a.start_stream(50, 10);
+    let whole = Tail::start(&a, &second, 0).to_end(Duration::from_secs(30));
+    assert_eq!(assert_whole_log(&whole)["type"], "completed");
+    assert_eq!(
+        whole[0]["node"], "b",
+        "started on the idle node: {}",
+        whole[0]
+    );
+    let summary = a.rpc(
+        None,
+        "tools/call",
+        json!({"name": "runs_get", "arguments": {"run_id": second}}),
+    );
+    assert_eq!(
+        summary["result"]["structuredContent"]["run"]["node"], "b",
+        "{summary}"
+    );
+    let own = Tail::start(&a, &first, 0).to_end(Duration::from_secs(30));
+    assert_eq!(assert_whole_log(&own)["type"], "completed");
+    assert_eq!(own[0]["node"], "a");
+}
+
+/// Cancels of offered runs: one still waiting in the shared queue (every
+/// node busy) ends `canceled` where it was asked, and is never executed
+/// afterwards; one an idle node took is cancelled on that node when asked
+/// on the busy one.
+#[test]
+fn offered_runs_are_cancelled_whether_waiting_or_taken() {
+    let redis = Redis::start();
+    let a = Node::start_with(&redis, "a", &["--max-concurrent", "1"]);
+    let b = Node::start_with(&redis, "b", &["--max-concurrent", "1"]);
+    let on_a = a.start_stream(400, 10);
+    let _ = Tail::start(&a, &on_a, 0).take(2, Duration::from_secs(20));
+    let on_b = b.start_stream(400, 10);
+    let _ = Tail::start(&b, &on_b, 0).take(2, Duration::from_secs(20));
+    // Both busy: this one waits in the queue.
+    let waiting = a.start_stream(10, 10);
+    let cancel = |node: &Node, run_id: &str, reason: &str| {
+        let answer = node.rpc(
+            None,
+            "tools/call",
+            json!({"name": "runs_cancel", "arguments": {"run_id": run_id, "reason": reason}}),
+        );
+        assert_eq!(
+            answer["result"]["structuredContent"]["cancelled"], true,
+            "{answer}"
+        );
+    };
+    cancel(&a, &waiting, "while queued");
+    let log = Tail::start(&b, &waiting, 0).to_end(Duration::from_secs(20));
+    let terminal = assert_whole_log(&log);
+    assert_eq!(
+        (terminal["type"].as_str(), terminal["reason"].as_str()),
+        (Some("canceled"), Some("while queued"))
+    );
+    assert_eq!(log.len(), 2, "never executed: {log:?}");
+
+    // B frees up and takes the next offer; A's client cancels it on A.
+    cancel(&b, &on_b, "make room");
+    let taken = a.start_stream(100_000, 10);
+    let tail = Tail::start(&a, &taken, 0);
+    let mut log = tail.take(3, Duration::from_secs(20));
+    assert_eq!(log[0]["node"], "b", "{}", log[0]);
+    cancel(&a, &taken, "asked on the busy node");
+    log.extend(tail.to_end(Duration::from_secs(20)));
+    let terminal = assert_whole_log(&log);
+    assert_eq!(terminal["reason"], "asked on the busy node", "{terminal}");
+    // The queued one never ran later either.
+    let again = a.sse_after(&waiting, 0);
+    assert_eq!(again.len(), 1, "{again:?}");
+}
