@@ -66,16 +66,19 @@ pub fn base_command(
 }
 
 /// The router: control mode when the options need Claude Code's control
-/// protocol (a permission policy, several turns) or ask for it, else
-/// light. Other CLIs have light mode only.
+/// protocol (a permission policy, several turns, in-process MCP servers,
+/// hooks) or ask for it, else light. Other CLIs have light mode only.
 pub(crate) fn route(options: &AgentOptions) -> Result<Mode, AgentError> {
-    let needs_control = options.permission.is_some() || options.multi_turn;
+    let needs_control = options.permission.is_some()
+        || options.multi_turn
+        || !options.mcp_servers.is_empty()
+        || !options.hooks.is_empty();
     let mode = match options.transport {
         Transport::Control => Mode::Control,
         Transport::Light if needs_control => {
             return Err(AgentError::Unsupported {
                 cli: options.cli.name().to_owned(),
-                what: "answer permission requests or take several turns in light mode",
+                what: "answer permission requests, serve in-process MCP servers or hooks, or take several turns in light mode",
                 hint: "use Transport::Auto or Transport::Control",
             });
         }
@@ -86,7 +89,7 @@ pub(crate) fn route(options: &AgentOptions) -> Result<Mode, AgentError> {
     if mode == Mode::Control && !matches!(options.cli, CliKind::Claude) {
         return Err(AgentError::Unsupported {
             cli: options.cli.name().to_owned(),
-            what: "run in control mode (permission policies, several turns, interrupts by protocol)",
+            what: "run in control mode (permission policies, in-process MCP servers, hooks, several turns, interrupts by protocol)",
             hint: "only Claude Code has a control protocol; run it in light mode",
         });
     }
@@ -97,7 +100,28 @@ pub(crate) fn route(options: &AgentOptions) -> Result<Mode, AgentError> {
             hint: "resuming is supported for claude and codex",
         });
     }
+    let names = sdk_server_names(options);
+    if names
+        .iter()
+        .enumerate()
+        .any(|(index, name)| names[..index].contains(name))
+    {
+        return Err(AgentError::Unsupported {
+            cli: options.cli.name().to_owned(),
+            what: "serve two in-process MCP servers of one name",
+            hint: "give each server its own name (the model sees its tools as mcp__NAME__TOOL)",
+        });
+    }
     Ok(mode)
+}
+
+/// The in-process MCP servers' names, in order.
+pub(crate) fn sdk_server_names(options: &AgentOptions) -> Vec<String> {
+    options
+        .mcp_servers
+        .iter()
+        .map(|server| server.name().to_owned())
+        .collect()
 }
 
 /// The CLI's arguments for `mode`.
@@ -119,6 +143,10 @@ pub(crate) fn args(options: &AgentOptions, mode: Mode) -> Vec<String> {
             }
             if let Some(model) = &options.model {
                 push(&["--model", model]);
+            }
+            if !options.mcp_servers.is_empty() {
+                let config = crate::control::mcp_config(&sdk_server_names(options));
+                push(&["--mcp-config", &config]);
             }
             if let Some(session) = &options.resume {
                 push(&["--resume", session]);

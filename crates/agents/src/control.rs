@@ -3,15 +3,50 @@
 
 use serde_json::{Value, json};
 
-use crate::{Decision, ToolPermission};
+use crate::{Decision, Hook, HookCall, ToolPermission};
 
-/// The handshake: no hooks, no in-process MCP servers.
-pub(crate) fn initialize(request_id: &str) -> String {
+/// The handshake: the hooks, each callback named by its index in `hooks`
+/// (see [`hook_id`]), and the in-process MCP servers by name (each also
+/// given with `--mcp-config`, see `command::args`).
+pub(crate) fn initialize(request_id: &str, hooks: &[Hook], sdk_servers: &[String]) -> String {
+    let mut request = json!({"subtype": "initialize", "hooks": null});
+    if !hooks.is_empty() {
+        // Grouped by event, one matcher per hook, as the SDKs send them.
+        let mut by_event = serde_json::Map::new();
+        for (index, hook) in hooks.iter().enumerate() {
+            let matchers = by_event
+                .entry(hook.event.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(matchers) = matchers {
+                matchers
+                    .push(json!({"matcher": hook.matcher, "hookCallbackIds": [hook_id(index)]}));
+            }
+        }
+        request["hooks"] = Value::Object(by_event);
+    }
+    if !sdk_servers.is_empty() {
+        request["sdkMcpServers"] = json!(sdk_servers);
+    }
     line(json!({
         "type": "control_request",
         "request_id": request_id,
-        "request": {"subtype": "initialize", "hooks": null},
+        "request": request,
     }))
+}
+
+/// The callback id of `hooks[index]`.
+pub(crate) fn hook_id(index: usize) -> String {
+    format!("hook_{index}")
+}
+
+/// The `--mcp-config` that declares in-process (`sdk`) servers: the CLI
+/// then reaches them through `mcp_message` requests.
+pub(crate) fn mcp_config(sdk_servers: &[String]) -> String {
+    let servers: serde_json::Map<String, Value> = sdk_servers
+        .iter()
+        .map(|name| (name.clone(), json!({"type": "sdk", "name": name})))
+        .collect();
+    json!({ "mcpServers": servers }).to_string()
 }
 
 /// A turn's prompt.
@@ -46,16 +81,25 @@ pub(crate) fn permission(request_id: &str, decision: &Decision, asked: &ToolPerm
     success(request_id, response)
 }
 
-/// A refusal of a request the driver does not serve (hook callbacks and
-/// MCP messages: it registers neither), so the CLI does not wait for it.
-pub(crate) fn refuse(request_id: &str, subtype: &str) -> String {
+/// The answer to an `mcp_message` request: the server's JSON-RPC response
+/// to a request; for a notification (`None`), the empty result the
+/// CLI's own SDKs answer with.
+pub(crate) fn mcp_response(request_id: &str, response: Option<Value>) -> String {
+    let response = response.unwrap_or_else(|| json!({"jsonrpc": "2.0", "result": {}, "id": 0}));
+    success(request_id, json!({ "mcp_response": response }))
+}
+
+/// The answer to a `hook_callback` request: the hook's output.
+pub(crate) fn hook_output(request_id: &str, output: Value) -> String {
+    success(request_id, output)
+}
+
+/// A request the driver cannot serve (an unknown subtype, server or
+/// callback), refused so the CLI does not wait for it.
+pub(crate) fn refuse(request_id: &str, error: &str) -> String {
     line(json!({
         "type": "control_response",
-        "response": {
-            "subtype": "error",
-            "request_id": request_id,
-            "error": format!("weir-agents does not serve `{subtype}` requests"),
-        },
+        "response": {"subtype": "error", "request_id": request_id, "error": error},
     }))
 }
 
@@ -79,6 +123,18 @@ pub(crate) enum Incoming {
     CanUseTool {
         request_id: String,
         permission: ToolPermission,
+    },
+    /// `mcp_message`: a JSON-RPC message for an in-process MCP server.
+    McpMessage {
+        request_id: String,
+        server_name: String,
+        message: Value,
+    },
+    /// `hook_callback`: a registered hook fired.
+    HookCallback {
+        request_id: String,
+        callback_id: String,
+        call: HookCall,
     },
     /// Any other request.
     Other { request_id: String, subtype: String },
@@ -108,6 +164,20 @@ pub(crate) fn incoming(line: &Value) -> Option<Incoming> {
                         description: request["description"].as_str().map(str::to_owned),
                     },
                 },
+                Some("mcp_message") => Incoming::McpMessage {
+                    request_id,
+                    server_name: text(&request["server_name"]),
+                    message: request["message"].clone(),
+                },
+                Some("hook_callback") => Incoming::HookCallback {
+                    request_id,
+                    callback_id: text(&request["callback_id"]),
+                    call: HookCall {
+                        event: text(&request["input"]["hook_event_name"]),
+                        input: request["input"].clone(),
+                        tool_use_id: request["tool_use_id"].as_str().map(str::to_owned),
+                    },
+                },
                 other => Incoming::Other {
                     request_id,
                     subtype: other.unwrap_or("?").to_owned(),
@@ -123,5 +193,81 @@ pub(crate) fn incoming(line: &Value) -> Option<Incoming> {
         }
         "control_cancel_request" => Some(Incoming::Cancel),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn parsed(line: &str) -> Value {
+        serde_json::from_str(line).unwrap()
+    }
+
+    #[test]
+    fn initialize_registers_hooks_by_event_and_servers_by_name() {
+        let hook = |event: &str, matcher: Option<&str>| {
+            Hook::new(event, matcher, Arc::new(|_: &HookCall| json!({})))
+        };
+        let hooks = [
+            hook("PreToolUse", Some("Bash")),
+            hook("PostToolUse", None),
+            hook("PreToolUse", Some("Edit|Write")),
+        ];
+        let line = parsed(&initialize("init", &hooks, &["weir".into()]));
+        assert_eq!(
+            line["request"],
+            json!({
+                "subtype": "initialize",
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": "Bash", "hookCallbackIds": ["hook_0"]},
+                        {"matcher": "Edit|Write", "hookCallbackIds": ["hook_2"]},
+                    ],
+                    "PostToolUse": [{"matcher": null, "hookCallbackIds": ["hook_1"]}],
+                },
+                "sdkMcpServers": ["weir"],
+            })
+        );
+        // Without either, the handshake stays as before.
+        let line = parsed(&initialize("init", &[], &[]));
+        assert_eq!(
+            line["request"],
+            json!({"subtype": "initialize", "hooks": null})
+        );
+    }
+
+    #[test]
+    fn a_notification_is_acknowledged_with_an_empty_result() {
+        let line = parsed(&mcp_response("r1", None));
+        assert_eq!(
+            line["response"],
+            json!({"subtype": "success", "request_id": "r1", "response": {"mcp_response": {"jsonrpc": "2.0", "result": {}, "id": 0}}})
+        );
+    }
+
+    #[test]
+    fn mcp_messages_and_hook_callbacks_are_read() {
+        let line = json!({"type": "control_request", "request_id": "r2", "request": {
+            "subtype": "mcp_message", "server_name": "weir",
+            "message": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        }});
+        assert!(
+            matches!(incoming(&line), Some(Incoming::McpMessage { request_id, server_name, message })
+            if request_id == "r2" && server_name == "weir" && message["method"] == "tools/list")
+        );
+        let line = json!({"type": "control_request", "request_id": "r3", "request": {
+            "subtype": "hook_callback", "callback_id": "hook_0", "tool_use_id": "toolu_1",
+            "input": {"hook_event_name": "PreToolUse", "tool_name": "Bash"},
+        }});
+        assert!(
+            matches!(incoming(&line), Some(Incoming::HookCallback { request_id, callback_id, call })
+            if request_id == "r3" && callback_id == "hook_0" && call.event == "PreToolUse"
+                && call.tool_use_id.as_deref() == Some("toolu_1"))
+        );
     }
 }

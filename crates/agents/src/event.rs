@@ -74,6 +74,19 @@ pub enum AgentEvent {
         /// What was decided.
         allowed: bool,
     },
+    /// A hook of the session's ([`Hook`](crate::Hook)) was called (Claude
+    /// Code's control mode), and answered.
+    HookCalled {
+        /// The hook event, e.g. `PreToolUse`.
+        event: String,
+        /// The CLI's hook input (for tool events, `tool_name` and
+        /// `tool_input`).
+        input: Value,
+        /// The tool call it is about, for tool events.
+        tool_use_id: Option<String>,
+        /// The hook's answer.
+        output: Value,
+    },
     /// The end of a turn, with the CLI's own accounting.
     Result(AgentResult),
     /// An error the CLI reported (or the driver met) that is not a result.

@@ -7,8 +7,9 @@
 //!
 //! **For:** weir's `weir agent` command and the tool packs that run agents
 //! (critique). **Not for:** MCP (nothing here knows a run, a tool or a
-//! client: callers map events to theirs), installing the CLIs, or choosing
-//! models and prompts.
+//! client: callers map events to theirs; an in-process MCP server's
+//! messages pass through as JSON), installing the CLIs, or choosing models
+//! and prompts.
 //!
 //! | item | what it is |
 //! |---|---|
@@ -16,6 +17,8 @@
 //! | [`AgentSession`]: [`next`](AgentSession::next), [`interrupt`](AgentSession::interrupt), [`send`](AgentSession::send), [`kill`](AgentSession::kill) | a running agent |
 //! | [`AgentEvent`], [`AgentResult`], [`Usage`] | what it did |
 //! | [`PermissionPolicy`], [`ToolPermission`], [`Decision`] | Claude Code's `can_use_tool`, answered |
+//! | [`SdkMcpServer`] | an MCP server in the caller's process, offered to Claude Code (its `mcp_message` requests) |
+//! | [`Hook`], [`HookCallback`], [`HookCall`] | Claude Code's hooks (`PreToolUse`, …), answered in process (its `hook_callback` requests) |
 //! | [`LineParser`] | a custom command's lines to events |
 //! | [`parse`] | the CLIs' parsers, for their recorded output |
 //! | [`base_command`], [`ProcessGroup`] | the environment every CLI gets, and its group killed on drop |
@@ -25,9 +28,15 @@
 //! [--include-partial-messages]` with stdin `/dev/null`; control mode adds
 //! `--input-format stream-json`, sends the `initialize` handshake and the
 //! prompt as a `user` message on stdin, answers `can_use_tool` requests
-//! (with `--permission-prompt-tool stdio`), and can `interrupt` a turn or
-//! take another. The router picks control mode when the options ask for a
-//! permission policy or several turns. Codex runs as `codex exec --json
+//! (with `--permission-prompt-tool stdio`), `mcp_message` requests for the
+//! in-process MCP servers (declared with `--mcp-config` as `sdk` servers
+//! and named in `initialize`'s `sdkMcpServers`) and `hook_callback`
+//! requests for the hooks (`initialize`'s `hooks`), and can `interrupt` a
+//! turn or take another. Each answer is computed in a task of its own
+//! while the session goes on reading; an unknown server or callback gets
+//! an error answer naming it. The router picks control mode when the
+//! options ask for a permission policy, in-process MCP servers, hooks or
+//! several turns. Codex runs as `codex exec --json
 //! [resume ID] PROMPT`, the Gemini CLI as `gemini -p PROMPT --output-format
 //! stream-json`, both with stdin `/dev/null` (an open pipe makes them wait).
 //!
@@ -53,6 +62,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod callbacks;
 mod command;
 mod control;
 mod error;
@@ -63,6 +73,7 @@ mod options;
 pub mod parse;
 mod session;
 
+pub use callbacks::{Hook, HookCall, HookCallback, SdkMcpServer};
 pub use command::{Mode, base_command};
 pub use error::AgentError;
 pub use event::{AgentEvent, AgentResult, Usage};

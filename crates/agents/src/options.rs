@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::AgentEvent;
+use crate::{AgentEvent, Hook, SdkMcpServer};
 
 /// Which agent CLI to drive.
 #[derive(Clone)]
@@ -103,14 +103,16 @@ pub struct PrivateHome {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Transport {
     /// Control mode when the options need it (a permission policy,
-    /// multi-turn), else light: the router of [`start`](crate::start).
+    /// multi-turn, in-process MCP servers, hooks), else light: the router
+    /// of [`start`](crate::start).
     #[default]
     Auto,
     /// `-p PROMPT --output-format stream-json`: one turn, stdin closed.
     Light,
     /// `--input-format stream-json`: the `initialize` handshake,
-    /// `can_use_tool` answered by the policy, `interrupt`, several turns on
-    /// one process.
+    /// `can_use_tool` answered by the policy, `mcp_message` by the
+    /// in-process MCP servers, `hook_callback` by the hooks, `interrupt`,
+    /// several turns on one process.
     Control,
 }
 
@@ -185,6 +187,12 @@ pub struct AgentOptions {
     pub resume: Option<String>,
     /// Claude Code: answers its `can_use_tool` requests (control mode).
     pub permission: Option<Arc<dyn PermissionPolicy>>,
+    /// Claude Code: MCP servers in this process, offered to the model as
+    /// `mcp__NAME__TOOL` (control mode). Their tools still need the
+    /// permission policy's allow, as any tool that is not read-only.
+    pub mcp_servers: Vec<Arc<dyn SdkMcpServer>>,
+    /// Claude Code: hooks answered in this process (control mode).
+    pub hooks: Vec<Hook>,
     /// Claude Code: keep the session open after a turn's result for
     /// [`AgentSession::send`](crate::AgentSession::send) (control mode).
     pub multi_turn: bool,
@@ -210,6 +218,8 @@ impl AgentOptions {
             include_partial: true,
             resume: None,
             permission: None,
+            mcp_servers: Vec::new(),
+            hooks: Vec::new(),
             multi_turn: false,
             transport: Transport::Auto,
             timeout: None,
@@ -230,6 +240,15 @@ impl fmt::Debug for AgentOptions {
             .field("include_partial", &self.include_partial)
             .field("resume", &self.resume)
             .field("permission", &self.permission.is_some())
+            .field(
+                "mcp_servers",
+                &self
+                    .mcp_servers
+                    .iter()
+                    .map(|server| server.name())
+                    .collect::<Vec<_>>(),
+            )
+            .field("hooks", &self.hooks)
             .field("multi_turn", &self.multi_turn)
             .field("transport", &self.transport)
             .field("timeout", &self.timeout)

@@ -15,8 +15,8 @@ use crate::command::{self, Mode};
 use crate::control::{self, Incoming};
 use crate::parse::Parser;
 use crate::{
-    AgentError, AgentEvent, AgentOptions, Decision, HomeMode, PermissionPolicy, PrivateHome,
-    ProcessGroup, ToolPermission,
+    AgentError, AgentEvent, AgentOptions, Decision, HomeMode, Hook, PermissionPolicy, PrivateHome,
+    ProcessGroup, SdkMcpServer,
 };
 
 /// How long a terminated group has to exit before SIGKILL.
@@ -118,15 +118,18 @@ pub async fn start(options: AgentOptions) -> Result<AgentSession, AgentError> {
 
     let (events_sender, events) = mpsc::channel(QUEUE);
     let (commands, commands_receiver) = mpsc::unbounded_channel();
-    let (decisions_sender, decisions) = mpsc::unbounded_channel();
+    let (answers_sender, answers) = mpsc::unbounded_channel();
     let stdin = child.stdin.take();
     let mut driver = Driver {
         parser: Parser::new(&options.cli, options.include_partial, mode == Mode::Control),
         events: events_sender,
         stdin,
         policy: options.permission.clone(),
+        mcp_servers: options.mcp_servers.clone(),
+        hooks: options.hooks.clone(),
         multi_turn: options.multi_turn,
-        decisions_sender,
+        answers_sender,
+        handlers: tokio::task::JoinSet::new(),
         group,
         next_request: 1,
         stdout_line: Vec::new(),
@@ -134,11 +137,14 @@ pub async fn start(options: AgentOptions) -> Result<AgentSession, AgentError> {
         _temp: temp,
     };
     if mode == Mode::Control {
-        driver.write(control::initialize("init")).await;
+        let servers = command::sdk_server_names(&options);
+        driver
+            .write(control::initialize("init", &options.hooks, &servers))
+            .await;
         driver.write(control::user_message(&options.prompt)).await;
     }
     let deadline = options.timeout.map(|timeout| Instant::now() + timeout);
-    tokio::spawn(driver.run(child, chunks, commands_receiver, decisions, deadline));
+    tokio::spawn(driver.run(child, chunks, commands_receiver, answers, deadline));
     Ok(AgentSession {
         events,
         commands,
@@ -244,8 +250,13 @@ struct Driver {
     events: mpsc::Sender<AgentEvent>,
     stdin: Option<ChildStdin>,
     policy: Option<Arc<dyn PermissionPolicy>>,
+    mcp_servers: Vec<Arc<dyn SdkMcpServer>>,
+    hooks: Vec<Hook>,
     multi_turn: bool,
-    decisions_sender: mpsc::UnboundedSender<(String, ToolPermission, Decision)>,
+    answers_sender: mpsc::UnboundedSender<Answer>,
+    /// The handlers still running: dropped with the driver, which aborts
+    /// them, so no tool call outlives its session.
+    handlers: tokio::task::JoinSet<()>,
     group: ProcessGroup,
     next_request: u64,
     stdout_line: Vec<u8>,
@@ -256,13 +267,20 @@ struct Driver {
 /// Why the driver stops early.
 struct CallerGone;
 
+/// A control request answered by a task of its own (a policy, a server or
+/// a hook may take long): the line to write, then the event to report.
+struct Answer {
+    line: String,
+    event: Option<AgentEvent>,
+}
+
 impl Driver {
     async fn run(
         mut self,
         mut child: Child,
         mut chunks: mpsc::Receiver<weir_proc::Chunk<Pipe>>,
         mut commands: mpsc::UnboundedReceiver<Command>,
-        mut decisions: mpsc::UnboundedReceiver<(String, ToolPermission, Decision)>,
+        mut answers: mpsc::UnboundedReceiver<Answer>,
         deadline: Option<Instant>,
     ) {
         let mut status: Option<ExitStatus> = None;
@@ -320,15 +338,11 @@ impl Driver {
                     // The caller dropped the session.
                     Some(Command::Terminate) | None => self.terminate(&mut kill_at),
                 },
-                Some((request_id, asked, decision)) = decisions.recv() => {
-                    self.write(control::permission(&request_id, &decision, &asked)).await;
-                    let event = AgentEvent::PermissionRequest {
-                        tool_name: asked.tool_name,
-                        input: asked.input,
-                        tool_use_id: asked.tool_use_id,
-                        allowed: matches!(decision, Decision::Allow { .. }),
-                    };
-                    if self.send(event).await.is_err() {
+                Some(answer) = answers.recv() => {
+                    self.write(answer.line).await;
+                    if let Some(event) = answer.event
+                        && self.send(event).await.is_err()
+                    {
                         return;
                     }
                 }
@@ -417,27 +431,94 @@ impl Driver {
                 request_id,
                 permission,
             } => {
-                let Some(policy) = self.policy.clone() else {
-                    let decision = Decision::Deny {
-                        message: "no permission policy was given".into(),
+                let policy = self.policy.clone();
+                // Each handler may wait (a policy asking a person, a tool
+                // call, a hook): the driver goes on reading meanwhile.
+                self.answer(async move {
+                    let decision = match policy {
+                        Some(policy) => policy.decide(&permission).await,
+                        None => Decision::Deny {
+                            message: "no permission policy was given".into(),
+                        },
                     };
-                    let _ = self
-                        .decisions_sender
-                        .send((request_id, permission, decision));
+                    Answer {
+                        line: control::permission(&request_id, &decision, &permission),
+                        event: Some(AgentEvent::PermissionRequest {
+                            allowed: matches!(decision, Decision::Allow { .. }),
+                            tool_name: permission.tool_name,
+                            input: permission.input,
+                            tool_use_id: permission.tool_use_id,
+                        }),
+                    }
+                });
+            }
+            Incoming::McpMessage {
+                request_id,
+                server_name,
+                message,
+            } => {
+                let server = self
+                    .mcp_servers
+                    .iter()
+                    .find(|server| server.name() == server_name)
+                    .cloned();
+                let Some(server) = server else {
+                    let known: Vec<&str> = self.mcp_servers.iter().map(|s| s.name()).collect();
+                    let error = format!(
+                        "no in-process MCP server named {server_name:?} (this session has: {})",
+                        if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        }
+                    );
+                    self.write(control::refuse(&request_id, &error)).await;
                     return Ok(());
                 };
-                // The policy may wait (ask a person): the driver goes on
-                // reading meanwhile.
-                let decisions = self.decisions_sender.clone();
-                tokio::spawn(async move {
-                    let decision = policy.decide(&permission).await;
-                    let _ = decisions.send((request_id, permission, decision));
+                self.answer(async move {
+                    let response = server.handle(message).await;
+                    Answer {
+                        line: control::mcp_response(&request_id, response),
+                        event: None,
+                    }
+                });
+            }
+            Incoming::HookCallback {
+                request_id,
+                callback_id,
+                call,
+            } => {
+                let hook = (0..self.hooks.len())
+                    .find(|&index| control::hook_id(index) == callback_id)
+                    .map(|index| self.hooks[index].callback.clone());
+                let Some(callback) = hook else {
+                    let error = format!(
+                        "no hook callback {callback_id:?} (this session registered {})",
+                        self.hooks.len()
+                    );
+                    self.write(control::refuse(&request_id, &error)).await;
+                    return Ok(());
+                };
+                self.answer(async move {
+                    let output = callback.call(&call).await;
+                    Answer {
+                        line: control::hook_output(&request_id, output.clone()),
+                        event: Some(AgentEvent::HookCalled {
+                            event: call.event,
+                            input: call.input,
+                            tool_use_id: call.tool_use_id,
+                            output,
+                        }),
+                    }
                 });
             }
             Incoming::Other {
                 request_id,
                 subtype,
-            } => self.write(control::refuse(&request_id, &subtype)).await,
+            } => {
+                let error = format!("weir-agents does not serve `{subtype}` requests");
+                self.write(control::refuse(&request_id, &error)).await;
+            }
             Incoming::Response {
                 request_id,
                 error: Some(error),
@@ -448,6 +529,16 @@ impl Driver {
             Incoming::Response { error: None, .. } | Incoming::Cancel => {}
         }
         Ok(())
+    }
+
+    /// Runs a handler in a task of its own; its answer comes back to the
+    /// driver's loop, which writes it.
+    fn answer(&mut self, handler: impl Future<Output = Answer> + Send + 'static) {
+        while self.handlers.try_join_next().is_some() {}
+        let answers = self.answers_sender.clone();
+        self.handlers.spawn(async move {
+            let _ = answers.send(handler.await);
+        });
     }
 
     async fn send(&self, event: AgentEvent) -> Result<(), CallerGone> {

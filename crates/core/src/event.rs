@@ -335,6 +335,18 @@ impl Content {
     pub fn text(text: impl Into<String>) -> Content {
         Content::Text { text: text.into() }
     }
+
+    /// The text of `blocks`: their text blocks run together, the others
+    /// left out.
+    pub fn text_of(blocks: &[Content]) -> String {
+        blocks
+            .iter()
+            .filter_map(|block| match block {
+                Content::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Payload of `artifact`: where a stored file is and what it holds.

@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use weir_core::{Completed, EventKind, Meta, RunError, RunEvent, RunId};
+use weir_core::{Completed, Content, EventKind, Meta, RunError, RunEvent, RunId};
 
 use crate::context::RunContext;
 use crate::handle::{RunHandle, SubmitError};
@@ -81,6 +81,57 @@ impl ChildRun {
             .finished()
             .await
             .ok_or(CallError::Unfinished(run_id))
+    }
+
+    /// Follows the child's log to its end: its terminal event, and the
+    /// text it streamed as partial results on the way, at most
+    /// `max_streamed` bytes (cut at a character boundary, with a note). A
+    /// tool that streams its output leaves it out of its final content, so
+    /// a caller that passes the child's result on needs both.
+    pub async fn follow(self, max_streamed: usize) -> Result<ChildEnd, CallError> {
+        let mut events = self.events();
+        let mut streamed = String::new();
+        let mut terminal = None;
+        while let Some(Ok(event)) = events.next().await {
+            match &event.kind {
+                EventKind::Partial(partial) if streamed.len() < max_streamed => {
+                    streamed.push_str(&Content::text_of(&partial.content));
+                }
+                kind if kind.is_terminal() => {
+                    terminal = Some(kind.clone());
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let terminal = match terminal {
+            Some(kind) => kind,
+            // The subscription broke off: the run's handle still has its end.
+            None => self.finished().await?.kind,
+        };
+        clip(&mut streamed, max_streamed);
+        Ok(ChildEnd { streamed, terminal })
+    }
+}
+
+/// How a child run ended, as [`ChildRun::follow`] saw it.
+#[derive(Debug)]
+pub struct ChildEnd {
+    /// The text it streamed as partial results, cut at the limit asked.
+    pub streamed: String,
+    /// Its terminal event's kind.
+    pub terminal: EventKind,
+}
+
+/// Cuts `text` to `max` bytes at a character boundary, saying so.
+fn clip(text: &mut String, max: usize) {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(&format!("\n[cut at {} KiB]\n", max / 1024));
     }
 }
 

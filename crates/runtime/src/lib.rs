@@ -72,7 +72,7 @@ mod scheduler;
 pub mod store_contract;
 mod tool;
 
-pub use caller::{CallError, ChildRun, RemoteCaller, RemoteServer};
+pub use caller::{CallError, ChildEnd, ChildRun, RemoteCaller, RemoteServer};
 pub use context::{EmitError, RunContext, now_ms};
 pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};

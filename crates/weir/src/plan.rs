@@ -144,8 +144,8 @@ fn show_event(event: &RunEvent, format: OutputFormat) -> anyhow::Result<()> {
     match format {
         OutputFormat::Jsonl => writeln!(out, "{}", serde_json::to_string(event)?)?,
         OutputFormat::Text => match &event.kind {
-            EventKind::Partial(partial) => write!(out, "{}", text(&partial.content))?,
-            EventKind::Completed(done) => write!(out, "{}", text(&done.content))?,
+            EventKind::Partial(partial) => write!(out, "{}", Content::text_of(&partial.content))?,
+            EventKind::Completed(done) => write!(out, "{}", Content::text_of(&done.content))?,
             EventKind::Failed(failed) => eprintln!("weir: {}", failed.error),
             EventKind::Canceled(canceled) => {
                 eprintln!("weir: the plan was canceled: {}", canceled.reason)
@@ -155,16 +155,6 @@ fn show_event(event: &RunEvent, format: OutputFormat) -> anyhow::Result<()> {
     }
     out.flush()?;
     Ok(())
-}
-
-fn text(content: &[Content]) -> String {
-    content
-        .iter()
-        .filter_map(|block| match block {
-            Content::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn ended(kind: &EventKind) -> Outcome {
@@ -206,7 +196,7 @@ async fn remote(
                 Some(CallEvent::Partial { content, structured, seq }) => {
                     let mut out = std::io::stdout().lock();
                     match format {
-                        OutputFormat::Text => write!(out, "{}", text(&content))?,
+                        OutputFormat::Text => write!(out, "{}", Content::text_of(&content))?,
                         OutputFormat::Jsonl => writeln!(out, "{}", json!({"type": "partial", "seq": seq, "content": content, "structured": structured}))?,
                     }
                     out.flush()?;
@@ -232,9 +222,9 @@ async fn remote(
             let mut out = std::io::stdout().lock();
             match format {
                 OutputFormat::Text if result.is_error => {
-                    eprintln!("weir: {}", text(&result.content))
+                    eprintln!("weir: {}", Content::text_of(&result.content))
                 }
-                OutputFormat::Text => write!(out, "{}", text(&result.content))?,
+                OutputFormat::Text => write!(out, "{}", Content::text_of(&result.content))?,
                 OutputFormat::Jsonl => {
                     writeln!(out, "{}", json!({"type": "result", "result": result}))?
                 }

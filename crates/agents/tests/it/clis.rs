@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use weir_agents::{
-    AgentEvent, AgentOptions, AgentResult, AgentSession, CliKind, Decision, HomeMode, Mode,
-    PrivateHome, ToolPermission,
+    AgentEvent, AgentOptions, AgentResult, AgentSession, CliKind, Decision, HomeMode, Hook,
+    HookCall, Mode, PrivateHome, SdkMcpServer, ToolPermission,
 };
 use weir_fake_model::agent_clis::{installed, point_at};
 use weir_fake_model::{FakeModel, Script, Streaming, Turn};
@@ -219,6 +219,161 @@ async fn claude_control_mode_denies_a_tool_the_policy_refuses() {
         "{events:#?}"
     );
     assert!(!scene.work.join("marker.txt").exists());
+    assert_eq!(exit_code(&events), Some(0));
+}
+
+/// An in-process MCP server with one tool, `shout`, that upper-cases its
+/// `text`; it records every JSON-RPC message it was given.
+#[derive(Default)]
+struct Shouter {
+    messages: std::sync::Mutex<Vec<Value>>,
+}
+
+#[async_trait::async_trait]
+impl SdkMcpServer for Shouter {
+    fn name(&self) -> &str {
+        "weir"
+    }
+
+    async fn handle(&self, message: Value) -> Option<Value> {
+        self.messages.lock().unwrap().push(message.clone());
+        let id = message.get("id")?.clone();
+        let result = match message["method"].as_str() {
+            Some("initialize") => json!({
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "weir", "version": "0"},
+            }),
+            Some("tools/list") => json!({"tools": [{
+                "name": "shout",
+                "description": "Upper-cases its text.",
+                "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            }]}),
+            Some("tools/call") => {
+                let text = message["params"]["arguments"]["text"]
+                    .as_str()
+                    .unwrap_or_default();
+                json!({"content": [{"type": "text", "text": text.to_uppercase()}]})
+            }
+            _ => {
+                return Some(
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}}),
+                );
+            }
+        };
+        Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    }
+}
+
+fn allow_all() -> Arc<dyn weir_agents::PermissionPolicy> {
+    Arc::new(|_: &ToolPermission| Decision::Allow {
+        updated_input: None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_calls_a_tool_of_an_in_process_mcp_server() {
+    let scene = Scene::new([
+        Turn::tool_call("mcp__weir__shout", json!({"text": "quiet words"})),
+        Turn::text("Done."),
+    ]);
+    let server = Arc::new(Shouter::default());
+    let mut options = scene.options(CliKind::Claude, "shout it");
+    options.mcp_servers = vec![server.clone()];
+    options.permission = Some(allow_all());
+    let mut session = weir_agents::start(options).await.unwrap();
+    assert_eq!(session.mode(), Mode::Control);
+    let events = drain(&mut session).await;
+
+    let messages = server.messages.lock().unwrap().clone();
+    let methods: Vec<&str> = messages
+        .iter()
+        .filter_map(|message| message["method"].as_str())
+        .collect();
+    for method in [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+    ] {
+        assert!(methods.contains(&method), "{method} missing: {methods:?}");
+    }
+    let call = messages
+        .iter()
+        .find(|message| message["method"] == "tools/call")
+        .unwrap();
+    assert_eq!(call["params"]["name"], "shout");
+    assert_eq!(call["params"]["arguments"], json!({"text": "quiet words"}));
+    // The model was told of the server's tool (by name: the CLI defers
+    // MCP tools' schemas to its tool search), and got its answer back.
+    let requests = scene.fake.requests();
+    assert!(
+        requests[0].body.to_string().contains("mcp__weir__shout"),
+        "{:#}",
+        requests[0].body
+    );
+    assert!(
+        events.iter().any(|(event, _)| matches!(event,
+            AgentEvent::ToolResult { content, is_error: false, .. } if content == "QUIET WORDS")),
+        "{events:#?}"
+    );
+    assert!(
+        requests[1].body["messages"]
+            .to_string()
+            .contains("QUIET WORDS"),
+        "{:#}",
+        requests[1].body["messages"]
+    );
+    assert_eq!(results(&events)[0].text.as_deref(), Some("Done."));
+    assert_eq!(exit_code(&events), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_pre_tool_use_hook_blocks_a_command() {
+    let scene = Scene::new(touch_marker());
+    let calls = Arc::new(std::sync::Mutex::new(Vec::<HookCall>::new()));
+    let seen = calls.clone();
+    let mut options = scene.options(CliKind::Claude, "create marker");
+    // The policy allows everything: only the hook stands in the way.
+    options.permission = Some(allow_all());
+    options.hooks = vec![Hook::new(
+        "PreToolUse",
+        Some("Bash"),
+        Arc::new(move |call: &HookCall| {
+            seen.lock().unwrap().push(call.clone());
+            json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "no files in this test",
+            }})
+        }),
+    )];
+    let mut session = weir_agents::start(options).await.unwrap();
+    assert_eq!(session.mode(), Mode::Control);
+    let events = drain(&mut session).await;
+
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    assert_eq!(calls[0].event, "PreToolUse");
+    assert_eq!(calls[0].input["tool_name"], "Bash");
+    assert_eq!(
+        calls[0].input["tool_input"]["command"],
+        "touch marker.txt && echo created"
+    );
+    assert!(calls[0].tool_use_id.is_some());
+    assert!(
+        events.iter().any(|(event, _)| matches!(event,
+            AgentEvent::HookCalled { event, tool_use_id, .. }
+                if event == "PreToolUse" && *tool_use_id == calls[0].tool_use_id)),
+        "{events:#?}"
+    );
+    assert!(
+        events.iter().any(|(event, _)| matches!(event,
+            AgentEvent::ToolResult { content, is_error: true, .. } if content.contains("no files in this test"))),
+        "{events:#?}"
+    );
+    assert!(!scene.work.join("marker.txt").exists());
+    assert_eq!(results(&events)[0].text.as_deref(), Some("Done."));
     assert_eq!(exit_code(&events), Some(0));
 }
 

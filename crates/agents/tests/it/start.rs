@@ -5,8 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::{Value, json};
 use weir_agents::{
-    AgentError, AgentEvent, AgentOptions, CliKind, Decision, HomeMode, ToolPermission, Transport,
+    AgentError, AgentEvent, AgentOptions, CliKind, Decision, HomeMode, Hook, HookCall, Mode,
+    SdkMcpServer, ToolPermission, Transport,
 };
 
 /// `sh -c SCRIPT`, each stdout line a text delta.
@@ -52,6 +54,68 @@ async fn a_cli_missing_from_path_names_itself_and_how_to_install_it() {
              the program's path",
             empty.path().display()
         )
+    );
+}
+
+/// An in-process MCP server that answers nothing (the CLI never runs here).
+struct Silent(&'static str);
+
+#[async_trait::async_trait]
+impl SdkMcpServer for Silent {
+    fn name(&self) -> &str {
+        self.0
+    }
+    async fn handle(&self, _message: Value) -> Option<Value> {
+        None
+    }
+}
+
+#[tokio::test]
+async fn in_process_servers_and_hooks_need_claude_in_control_mode() {
+    let hook = || {
+        Hook::new(
+            "PreToolUse",
+            Some("Bash"),
+            Arc::new(|_: &HookCall| json!({})),
+        )
+    };
+    // The router picks control mode for either.
+    let mut options = AgentOptions::new(CliKind::Claude, "hi");
+    options.program = Some("/bin/true".into());
+    options.hooks = vec![hook()];
+    let session = weir_agents::start(options).await.unwrap();
+    assert_eq!(session.mode(), Mode::Control);
+    let mut options = AgentOptions::new(CliKind::Claude, "hi");
+    options.program = Some("/bin/true".into());
+    options.mcp_servers = vec![Arc::new(Silent("weir"))];
+    let session = weir_agents::start(options).await.unwrap();
+    assert_eq!(session.mode(), Mode::Control);
+
+    let mut options = AgentOptions::new(CliKind::Claude, "hi");
+    options.program = Some("/bin/true".into());
+    options.hooks = vec![hook()];
+    options.transport = Transport::Light;
+    let error = weir_agents::start(options).await.unwrap_err();
+    assert!(error.to_string().contains("hooks"), "{error}");
+
+    let mut options = AgentOptions::new(CliKind::Gemini, "hi");
+    options.program = Some("/bin/true".into());
+    options.mcp_servers = vec![Arc::new(Silent("weir"))];
+    let error = weir_agents::start(options).await.unwrap_err();
+    assert!(
+        matches!(error, AgentError::Unsupported { ref cli, .. } if cli == "gemini"),
+        "{error}"
+    );
+
+    let mut options = AgentOptions::new(CliKind::Claude, "hi");
+    options.program = Some("/bin/true".into());
+    options.mcp_servers = vec![Arc::new(Silent("weir")), Arc::new(Silent("weir"))];
+    let error = weir_agents::start(options).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("two in-process MCP servers of one name"),
+        "{error}"
     );
 }
 

@@ -7,12 +7,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use weir_agents::{AgentEvent, AgentOptions, AgentResult, CliKind, Transport};
+use weir_agents::{
+    AgentEvent, AgentOptions, AgentResult, CliKind, Decision, ToolPermission, Transport,
+};
 use weir_core::{Completed, Content, FailureCode, Meta, Milestone, Partial, RunError};
 use weir_runtime::{RunContext, Tool, ToolInfo};
 
 use crate::Shared;
-use crate::args::{self, AgentRunArgs};
+use crate::args::{self, AgentRunArgs, invalid};
+use crate::weir_tools::{self, WeirTools};
 
 /// `agent_run`.
 pub(crate) struct AgentRun(pub(crate) Arc<Shared>);
@@ -24,12 +27,51 @@ fn stopped(error: weir_runtime::EmitError) -> RunError {
     )
 }
 
+/// Offers `tools` of this server to the agent as the in-process MCP
+/// server `weir` (control mode). The agent may call them without asking;
+/// any other tool that needs permission is refused, as in light mode,
+/// where the CLI refuses it itself.
+fn offer_weir_tools(
+    ctx: &RunContext,
+    options: &mut AgentOptions,
+    tools: Vec<String>,
+) -> Result<(), RunError> {
+    let callable = ctx.callable_tools();
+    if let Some(unknown) = tools.iter().find(|tool| !callable.contains(tool)) {
+        return Err(invalid(format!(
+            "weir_tools: this server has no tool {unknown:?}; it has: {}",
+            callable.join(", ")
+        )));
+    }
+    let prefix = format!("mcp__{}__", weir_tools::SERVER);
+    options.transport = Transport::Auto;
+    options.permission = Some(Arc::new(move |asked: &ToolPermission| {
+        if asked.tool_name.starts_with(&prefix) {
+            Decision::Allow {
+                updated_input: None,
+            }
+        } else {
+            Decision::Deny {
+                message: format!(
+                    "agent_run allows only the weir tools it offered ({prefix}*), not {}",
+                    asked.tool_name
+                ),
+            }
+        }
+    }));
+    options.mcp_servers = vec![Arc::new(WeirTools {
+        ctx: ctx.clone(),
+        tools,
+    })];
+    Ok(())
+}
+
 #[async_trait]
 impl Tool for AgentRun {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "agent_run",
-            "Runs one coding-agent CLI (claude, codex or gemini) on a prompt and streams what it does as partial results: text as it is typed (group \"text\"), and each other normalized event — session start, tool use and result, message, result, error — as a structured item (group \"events\"). The result is the agent's last message with its usage, cost and session id; a failed agent fails the call, saying why.",
+            "Runs one coding-agent CLI (claude, codex or gemini) on a prompt and streams what it does as partial results: text as it is typed (group \"text\"), and each other normalized event — session start, tool use and result, permission request, message, result, error — as a structured item (group \"events\"). With weir_tools (claude only), the agent may call those tools of this server as mcp__weir__TOOL, each call a child run of this run; its other tools that need permission are refused. The result is the agent's last message with its usage, cost and session id; a failed agent fails the call, saying why.",
             args::agent_run_schema(),
         );
         info.output_schema = Some(json!({
@@ -71,6 +113,9 @@ impl Tool for AgentRun {
         options.env = shared.config.env.clone();
         options.transport = Transport::Light;
         options.timeout = Some(shared.config.agent_timeout);
+        if !call.weir_tools.is_empty() {
+            offer_weir_tools(&ctx, &mut options, call.weir_tools.clone())?;
+        }
         ctx.emit(Meta {
             backends: vec![call.cli.clone()],
             info: json!({"cli": call.cli, "model": model, "cwd": options.cwd}),

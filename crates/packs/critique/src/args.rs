@@ -376,6 +376,9 @@ pub(crate) struct AgentRunArgs {
     pub(crate) model: Option<String>,
     #[serde(default)]
     pub(crate) cwd: Option<String>,
+    /// Tools of this server offered to the agent (Claude Code only).
+    #[serde(default)]
+    pub(crate) weir_tools: Vec<String>,
 }
 
 impl AgentRunArgs {
@@ -404,6 +407,12 @@ impl AgentRunArgs {
                 "cwd {cwd} is not a directory on the server"
             )));
         }
+        if !args.weir_tools.is_empty() && args.cli != "claude" {
+            return Err(invalid(format!(
+                "weir_tools: only claude can be offered weir's tools (in-process MCP servers are Claude Code's), not {}",
+                args.cli
+            )));
+        }
         Ok(args)
     }
 }
@@ -415,7 +424,8 @@ pub(crate) fn agent_run_schema() -> Value {
             "cli": {"type": "string", "enum": KNOWN_CLIS, "description": "The coding-agent CLI to run."},
             "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_BYTES, "description": "The prompt."},
             "model": {"type": "string", "description": "The model; else the server's choice or the CLI's default."},
-            "cwd": {"type": "string", "description": "The agent's working directory on the server; else the server's."}
+            "cwd": {"type": "string", "description": "The agent's working directory on the server; else the server's."},
+            "weir_tools": {"type": "array", "items": {"type": "string"}, "uniqueItems": true, "description": "claude only: tools of this server offered to the agent as the in-process MCP server `weir` (it calls them as mcp__weir__TOOL); each call is a child run of this run."}
         },
         "required": ["cli", "prompt"],
         "additionalProperties": false
@@ -538,5 +548,25 @@ mod tests {
                     .is_err()
             );
         }
+    }
+
+    #[test]
+    fn weir_tools_are_for_claude_only() {
+        let args = AgentRunArgs::parse(
+            json!({"cli": "claude", "prompt": "hi", "weir_tools": ["critique_status"]}),
+        )
+        .unwrap();
+        assert_eq!(args.weir_tools, ["critique_status"]);
+        let error =
+            AgentRunArgs::parse(json!({"cli": "codex", "prompt": "hi", "weir_tools": ["x"]}))
+                .unwrap_err();
+        assert!(error.message.contains("only claude"), "{}", error.message);
+        assert!(
+            weir_core::check_arguments(
+                &agent_run_schema(),
+                &json!({"cli": "claude", "prompt": "hi", "weir_tools": ["critique_status"]})
+            )
+            .is_ok()
+        );
     }
 }

@@ -42,7 +42,11 @@
 //! **agent_run** runs one CLI on a prompt: each normalized event a
 //! `partial` (text deltas as text, group `text`; the others as structured
 //! items, group `events`), the result the last message with usage, cost
-//! and session id.
+//! and session id. With `weir_tools` (Claude Code only) it offers those
+//! tools of this server to the agent as the in-process MCP server `weir`
+//! (`mcp__weir__TOOL`), each call a child run of the agent's run; the
+//! agent may call them without asking, and any other tool that needs
+//! permission is refused.
 //!
 //! **Cancellation.** Cancelling a run drops its future, which drops every
 //! agent session, which kills each agent's whole process group.
@@ -70,6 +74,7 @@ mod paging;
 mod report;
 mod roast;
 mod status;
+mod weir_tools;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

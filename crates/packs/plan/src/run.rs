@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use weir_core::{Completed, Content, EventKind, FailureCode, Meta, Milestone, Partial, RunError};
-use weir_runtime::{RemoteCaller, RunContext};
+use weir_runtime::{ChildEnd, RemoteCaller, RunContext};
 
 use crate::plan::{Check, Checked, Outcome, Server, Step, Test};
 use crate::template::{self, Field, Reference};
@@ -416,7 +416,7 @@ async fn run_step(
         Ended::Completed(done) => (
             Outcome::Completed,
             done.structured,
-            text_of(&done.content),
+            Content::text_of(&done.content),
             None,
         ),
         Ended::Failed(why) => (Outcome::Failed, None, String::new(), Some(why)),
@@ -481,68 +481,29 @@ async fn local(
         json!({"step": step.id, "event": "started", "attempt": attempt, "run_id": run_id}),
     )
     .await;
-    // Follow the child's log: what it streamed is part of its text (a tool
-    // that streams its output leaves it out of its final content).
-    let mut events = child.events();
-    let mut streamed = String::new();
-    let mut terminal = None;
-    while let Some(Ok(event)) = events.next().await {
-        match &event.kind {
-            EventKind::Partial(partial) if streamed.len() < MAX_TEXT => {
-                streamed.push_str(&text_of(&partial.content));
-            }
-            kind if kind.is_terminal() => {
-                terminal = Some(event.kind.clone());
-                break;
-            }
-            _ => {}
-        }
-    }
-    let terminal = match terminal {
-        Some(kind) => Ok(kind),
-        // The subscription broke off: the run's handle still has its end.
-        None => child.finished().await.map(|terminal| terminal.kind),
-    };
-    match terminal {
-        Ok(EventKind::Completed(mut done)) => {
+    // What the child streamed is part of its text (a tool that streams its
+    // output leaves it out of its final content).
+    match child.follow(MAX_TEXT).await {
+        Ok(ChildEnd {
+            streamed,
+            terminal: EventKind::Completed(mut done),
+        }) => {
             if !streamed.is_empty() {
-                clip(&mut streamed);
                 done.content.insert(0, Content::text(streamed));
             }
             Ended::Completed(done)
         }
-        Ok(EventKind::Failed(failed)) => Ended::Failed(failed.error.message),
-        Ok(EventKind::Canceled(canceled)) => Ended::Canceled(canceled.reason),
-        Ok(other) => Ended::Failed(format!("run {run_id} ended with {}", other.type_name())),
+        Ok(ChildEnd { terminal, .. }) => match terminal {
+            EventKind::Failed(failed) => Ended::Failed(failed.error.message),
+            EventKind::Canceled(canceled) => Ended::Canceled(canceled.reason),
+            other => Ended::Failed(format!("run {run_id} ended with {}", other.type_name())),
+        },
         Err(error) => Ended::Failed(error.to_string()),
     }
 }
 
 /// Most bytes of a step's text kept in its report (and the plan's result).
 const MAX_TEXT: usize = 64 * 1024;
-
-fn text_of(content: &[Content]) -> String {
-    content
-        .iter()
-        .filter_map(|block| match block {
-            Content::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("")
-}
-
-/// Cuts `text` to [`MAX_TEXT`] bytes, at a character boundary.
-fn clip(text: &mut String) {
-    if text.len() > MAX_TEXT {
-        let mut end = MAX_TEXT;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push_str("\n[cut at 64 KiB]\n");
-    }
-}
 
 /// A line about a step, and its structured form, as a partial of the plan.
 /// Best effort: a plan that is ending cannot take it.

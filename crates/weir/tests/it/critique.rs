@@ -847,3 +847,92 @@ async fn agent_run_streams_the_normalized_events_and_ends_with_the_last_message(
     );
     assert!(result_text(&result).contains("[gemini (gemini-2.5-flash):"));
 }
+
+/// `agent_run` with `weir_tools`: Claude Code gets the in-process MCP
+/// server `weir`, the model calls `mcp__weir__critique_status`, and the
+/// call is a child run of the agent's run whose result reaches the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_run_offers_weir_tools_and_each_call_is_a_child_run() {
+    let claude = fake(vec![
+        Turn::tool_call("mcp__weir__critique_status", json!({})),
+        Turn::text("The breakers are closed."),
+    ]);
+    let fakes = Fakes {
+        claude,
+        ..Fakes::default()
+    };
+    let scene = Scene::new(&["claude"]);
+    let server = scene.serve(&fakes, &[]);
+    let (lines, result) = server
+        .result(
+            "agent_run",
+            json!({"cli": "claude", "prompt": "check the breakers", "weir_tools": ["critique_status"]}),
+        )
+        .await;
+    assert_eq!(result["structured"]["text"], "The breakers are closed.");
+    let events: Vec<&Value> = lines
+        .iter()
+        .filter(|line| line["type"] == "partial" && line["structured"]["group"] == "events")
+        .flat_map(|line| line["structured"]["items"].as_array().unwrap().iter())
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|event| event["type"] == "permission_request"
+                && event["tool_name"] == "mcp__weir__critique_status"
+                && event["allowed"] == true),
+        "{events:#?}"
+    );
+    // The child's result went back to the model (Claude Code gives it the
+    // structured content when there is one).
+    assert!(
+        events.iter().any(|event| event["type"] == "tool_result"
+            && event["is_error"] == false
+            && event["content"]
+                .as_str()
+                .is_some_and(|text| text.contains("\"cached_critiques\":0"))),
+        "{events:#?}"
+    );
+    let requests = fakes.claude.as_ref().unwrap().requests();
+    assert!(
+        requests[1].body["messages"]
+            .to_string()
+            .contains("cached_critiques"),
+        "{:#}",
+        requests[1].body["messages"]
+    );
+
+    let (_, runs) = server.result("runs_list", json!({"limit": 10})).await;
+    let runs = runs["structured"]["runs"].as_array().unwrap();
+    let parent = runs
+        .iter()
+        .find(|run| run["tool"] == "agent_run")
+        .unwrap_or_else(|| panic!("no agent_run run: {runs:#?}"));
+    let children: Vec<&Value> = runs
+        .iter()
+        .filter(|run| run["parent"] == parent["run_id"])
+        .collect();
+    assert_eq!(children.len(), 1, "{runs:#?}");
+    assert_eq!(children[0]["tool"], "critique_status");
+    assert_eq!(children[0]["state"], "completed");
+    scene.assert_no_agent_left(&server, Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_run_refuses_weir_tools_the_server_does_not_have() {
+    let scene = Scene::new(&["claude"]);
+    let server = scene.serve(&Fakes::default(), &[]);
+    let (lines, code) = server
+        .call(
+            "agent_run",
+            json!({"cli": "claude", "prompt": "hi", "weir_tools": ["no_such_tool"]}),
+            &[],
+        )
+        .await;
+    assert_ne!(code, 0);
+    let error = lines.iter().find(|line| line["type"] == "result").unwrap();
+    assert!(
+        result_text(error).contains("weir_tools: this server has no tool \"no_such_tool\""),
+        "{error:#}"
+    );
+}
