@@ -4,6 +4,7 @@
 //! names 2026-07-28 in its `_meta` is served statelessly; anything else
 //! belongs to the session (HTTP) or process (stdio) that `initialize` set up.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use weir_core::LogLevel;
 
@@ -13,7 +14,8 @@ pub(crate) use weir_mcp_wire::revision::{
 };
 
 /// How a request is served.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Era {
     /// 2025-11-25 and before: `initialize`, sessions, resumable streams.
     Session,
@@ -22,7 +24,9 @@ pub(crate) enum Era {
 }
 
 /// What one request carries about itself, resolved against its session.
-#[derive(Clone, Debug)]
+/// Serialized into a call's [`StreamRecord`](crate::session::StreamRecord),
+/// so that another node projects a resumed stream exactly as this one did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Scope {
     pub(crate) era: Era,
     /// The client's capabilities for this request.

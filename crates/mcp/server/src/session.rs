@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use weir_core::{LogLevel, RunId};
@@ -104,11 +105,53 @@ impl Questions {
 /// What a stream that follows a run watches for the run's questions.
 pub(crate) type Asked = watch::Receiver<Questions>;
 
+/// Where a 2025-11-25 call stream belongs, kept with its run
+/// ([`NewRun::resume_record`](weir_runtime::log::NewRun::resume_record)) so
+/// that every node sharing the store can resume the stream from
+/// `Last-Event-ID`, not only the node that holds the session: the session
+/// whose client may resume it, the call's request id (its response carries
+/// it) and how the call is projected.
+///
+/// Only the node holding the session has the rest of it: the run's
+/// questions (`input_required`) are asked, and answered, there alone, and
+/// so are the session's further requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StreamRecord {
+    /// The id of the session that made the call.
+    pub(crate) session: String,
+    /// The JSON-RPC id of its `tools/call`.
+    pub(crate) request_id: Value,
+    /// How its messages are projected.
+    pub(crate) scope: Scope,
+}
+
+impl StreamRecord {
+    /// The record as the store keeps it.
+    pub(crate) fn to_text(&self) -> String {
+        serde_json::to_string(self).expect("stream records serialize")
+    }
+
+    /// A record read back from the store; `None` if it is not one (another
+    /// front end's, or a newer weir's).
+    pub(crate) fn parse(text: &str) -> Option<StreamRecord> {
+        serde_json::from_str(text).ok()
+    }
+}
+
 /// What a client set up with `initialize` (session era), or a stand-in for
 /// one request (stateless era). Holds the calls that `notifications/cancelled`
 /// can reach and the parameters a resumed stream needs.
 pub(crate) struct Session {
+    /// Random (a UUIDv4: 122 bits from the OS's generator): over HTTP it is
+    /// what lets a client resume its call streams on any node
+    /// ([`StreamRecord`]), so it must not be guessable. (A UUIDv7 would
+    /// not do: within one millisecond its 42-bit counter runs on from the
+    /// previous id, leaving 32 random bits.)
     pub(crate) id: String,
+    /// Whether its call streams are recorded with their runs
+    /// ([`StreamRecord`]): an HTTP session's, which a client may resume on
+    /// another node; not stdio's, whose one client cannot go elsewhere.
+    records_streams: bool,
     /// Who the client is: the runs it starts are its own, and it sees only
     /// the runs it may ([`Caller::sees`]).
     pub(crate) caller: Caller,
@@ -135,13 +178,42 @@ struct SessionState {
 }
 
 impl Session {
+    /// A session whose call streams only this process serves: stdio's, or
+    /// the stand-in for one stateless request.
     pub(crate) fn new(caller: Caller) -> Arc<Session> {
+        Session::create(caller, false)
+    }
+
+    /// A 2025-11-25 HTTP session: its call streams are recorded with their
+    /// runs, so that any node sharing the store can resume them.
+    pub(crate) fn over_http(caller: Caller) -> Arc<Session> {
+        Session::create(caller, true)
+    }
+
+    fn create(caller: Caller, records_streams: bool) -> Arc<Session> {
         Arc::new(Session {
-            id: uuid::Uuid::now_v7().simple().to_string(),
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            records_streams,
             caller,
             state: Mutex::default(),
             last_seen: AtomicU64::new(now_ms()),
         })
+    }
+
+    /// What to store with the run of a call that this session follows on
+    /// its stream (request `request_id`, projected as `scope`), for
+    /// [`NewRun::resume_record`](weir_runtime::log::NewRun::resume_record);
+    /// `None` when no other node could serve this session's client.
+    pub(crate) fn stream_record(&self, request_id: &Value, scope: &Scope) -> Option<String> {
+        if !self.records_streams || scope.era != Era::Session {
+            return None;
+        }
+        let record = StreamRecord {
+            session: self.id.clone(),
+            request_id: request_id.clone(),
+            scope: scope.clone(),
+        };
+        Some(record.to_text())
     }
 
     /// Marks the session used now.
@@ -276,5 +348,57 @@ impl Session {
     /// How to resume the stream of `run_id`: its request id and scope.
     pub(crate) fn stream(&self, run_id: &RunId) -> Option<(Value, Scope)> {
         self.state().streams.get(run_id).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use weir_core::LogLevel;
+
+    use super::{Session, StreamRecord};
+    use crate::caller::Caller;
+    use crate::protocol::{Era, Scope};
+
+    /// An HTTP session's call records its session, request id and scope,
+    /// and the record reads back as written; stdio's sessions and stateless
+    /// calls record nothing; what is not a record is none.
+    #[test]
+    fn only_http_session_calls_are_recorded_and_records_read_back() {
+        let params = json!({"_meta": {"progressToken": 3, "partialResultToken": "p"}});
+        let capabilities = json!({"partialResults": {}});
+        let scope = Scope::resolve(Era::Session, &params, &capabilities, Some(LogLevel::Info));
+        let http = Session::over_http(Caller::named("alice", false));
+        let text = http
+            .stream_record(&json!("call-1"), &scope)
+            .expect("an HTTP session's call is recorded");
+        let expected = StreamRecord {
+            session: http.id.clone(),
+            request_id: json!("call-1"),
+            scope: scope.clone(),
+        };
+        assert_eq!(StreamRecord::parse(&text), Some(expected));
+        let stdio = Session::new(Caller::local());
+        assert_eq!(stdio.stream_record(&json!(1), &scope), None);
+        let stateless = Scope::resolve(Era::Stateless, &json!({}), &json!({}), None);
+        assert_eq!(http.stream_record(&json!(1), &stateless), None);
+        assert_eq!(StreamRecord::parse(r#"{"run": "r"}"#), None);
+    }
+
+    /// Session ids are random (version 4), not time-ordered: over HTTP they
+    /// are what a client resumes its streams with on any node.
+    #[test]
+    fn session_ids_are_random() {
+        let ids: Vec<String> = (0..64)
+            .map(|_| Session::over_http(Caller::local()).id.clone())
+            .collect();
+        for id in &ids {
+            let uuid = uuid::Uuid::parse_str(id).unwrap();
+            assert_eq!(uuid.get_version_num(), 4, "{id}");
+        }
+        let mut distinct = ids.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ids.len());
     }
 }

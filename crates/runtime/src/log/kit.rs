@@ -36,7 +36,7 @@ pub fn append_target(events: &[RunEvent]) -> Option<&RunId> {
 
 /// The run that appending `events` to an unknown run creates: only a log
 /// that starts with `started` may create its run. It has no owner and no
-/// parent: a run gets those only when it is registered
+/// parent, and nothing to resume: a run gets those only when it is registered
 /// ([`EventLog::create_run`]).
 ///
 /// [`EventLog::create_run`]: super::EventLog::create_run
@@ -53,6 +53,7 @@ pub fn run_started_by(events: &[RunEvent]) -> Result<NewRun, LogError> {
         ts: first.ts,
         owner: None,
         parent: None,
+        resume_record: None,
     })
 }
 

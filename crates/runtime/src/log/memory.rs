@@ -24,6 +24,8 @@ struct Inner {
 
 struct MemoryRun {
     summary: RunSummary,
+    /// See [`NewRun::resume_record`].
+    resume_record: Option<String>,
     /// Appended batches in order; `batches[i][0].seq` increases with `i`.
     batches: Vec<Batch>,
     artifacts: HashMap<String, (ArtifactRef, Arc<[u8]>)>,
@@ -71,6 +73,7 @@ fn new_run(run: NewRun) -> MemoryRun {
             owner: run.owner,
             parent: run.parent,
         },
+        resume_record: run.resume_record,
         batches: Vec::new(),
         artifacts: HashMap::new(),
     }
@@ -140,6 +143,14 @@ impl EventLog for MemoryLog {
 
     fn subscribe_from(&self, run_id: &RunId, from: Seq) -> Subscription {
         Subscription::new(Arc::new(self.clone()), run_id.clone(), from)
+    }
+
+    async fn resume_record(&self, run_id: &RunId) -> Result<Option<String>, LogError> {
+        let runs = self.runs();
+        let run = runs
+            .get(run_id)
+            .ok_or_else(|| LogError::UnknownRun(run_id.clone()))?;
+        Ok(run.resume_record.clone())
     }
 
     async fn get_run(&self, run_id: &RunId) -> Result<Option<RunSummary>, LogError> {

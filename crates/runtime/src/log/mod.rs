@@ -52,6 +52,13 @@ pub struct NewRun {
     /// inherits its parent's owner and ends when its parent does); `None`
     /// for a run a client started.
     pub parent: Option<RunId>,
+    /// What the front end that accepted the run needs to serve its caller
+    /// again from another node, as text the store keeps and hands back
+    /// ([`EventLog::resume_record`]) but never reads; `None` when there is
+    /// nothing to resume. The MCP server keeps here which session and
+    /// request a 2025-11-25 call stream belongs to, so that any node can
+    /// resume it from `Last-Event-ID`, not only the one holding the session.
+    pub resume_record: Option<String>,
 }
 
 /// What a store knows about a run without reading its events.
@@ -207,6 +214,13 @@ pub trait EventLog: Send + Sync + 'static {
     /// Events of `run_id` from seq `from`: replayed from the store, then live,
     /// ending after the terminal event.
     fn subscribe_from(&self, run_id: &RunId, from: Seq) -> Subscription;
+
+    /// The [`NewRun::resume_record`] run `run_id` was registered with:
+    /// `None` when it had none (or was created by its `started` event),
+    /// [`LogError::UnknownRun`] when there is no such run. Kept apart from
+    /// [`RunSummary`] because it is for the front end that wrote it, not for
+    /// everyone who may list runs: it names the caller's session.
+    async fn resume_record(&self, run_id: &RunId) -> Result<Option<String>, LogError>;
 
     /// The run's summary, if it exists.
     async fn get_run(&self, run_id: &RunId) -> Result<Option<RunSummary>, LogError>;

@@ -80,6 +80,10 @@ pub struct RunOptions {
     /// `None` when the server has no credentials. A child run
     /// (`RunContext::call`) has its parent's, whatever this says.
     pub owner: Option<String>,
+    /// Stored with the run for the front end that accepted it
+    /// ([`NewRun::resume_record`](crate::log::NewRun::resume_record)); a
+    /// child run has none.
+    pub resume_record: Option<String>,
 }
 
 /// Why the scheduler could not start.

@@ -99,6 +99,7 @@ impl Scheduler {
                 ts: now_ms(),
                 owner: options.owner.clone(),
                 parent: None,
+                resume_record: options.resume_record.clone(),
             })
             .await?;
         let cancel = Cancel::default();

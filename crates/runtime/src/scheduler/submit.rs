@@ -92,6 +92,7 @@ impl Scheduler {
                 ts: now_ms(),
                 owner: options.owner.clone(),
                 parent: parent.map(|parent| parent.run_id.clone()),
+                resume_record: options.resume_record.take().filter(|_| parent.is_none()),
             })
             .await;
         if let Err(error) = created {

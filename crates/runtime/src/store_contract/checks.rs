@@ -237,6 +237,7 @@ pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {
                 ts: 100 + i as u64,
                 owner: None,
                 parent: None,
+                resume_record: None,
             })
             .await
             .unwrap();
@@ -250,6 +251,7 @@ pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {
                 ts: 1,
                 owner: None,
                 parent: None,
+                resume_record: None,
             })
             .await;
         assert!(matches!(again, Err(LogError::RunExists(_))));
@@ -380,6 +382,7 @@ pub fn summaries_keep_the_arguments_a_run_was_given(stores: &impl StoreFactory) 
                     ts: 1,
                     owner: None,
                     parent: None,
+                    resume_record: None,
                 })
                 .await
                 .unwrap();
@@ -420,6 +423,7 @@ pub fn runs_keep_their_owner_and_are_listed_by_it(stores: &impl StoreFactory) {
                 ts: 10 + i as u64,
                 owner: Some(owner.into()),
                 parent: None,
+                resume_record: None,
             })
             .await
             .unwrap();
@@ -488,6 +492,7 @@ pub fn runs_keep_their_parent(stores: &impl StoreFactory) {
                 ts: 1,
                 owner: Some("alice".into()),
                 parent,
+                resume_record: None,
             })
             .await
             .unwrap();
@@ -522,6 +527,58 @@ pub fn runs_keep_their_parent(stores: &impl StoreFactory) {
             "{listed:?}"
         );
         assert!(listed.contains(&("plan".to_owned(), None)), "{listed:?}");
+    });
+}
+
+/// A run keeps the resume record it was registered with, byte for byte
+/// (the store never reads it), through its whole life; a run registered
+/// without one, or created by its `started` event, has none; an unknown run
+/// is an error, not a run without a record.
+pub fn runs_keep_their_resume_record(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
+        let record = "{\"session\":\"s-1\",\"note\":\"é \\n ✓\"}\nsecond line";
+        for (name, resume_record) in [
+            ("kept", Some(record.to_owned())),
+            ("empty", Some(String::new())),
+            ("none", None),
+        ] {
+            log.create_run(NewRun {
+                run_id: run_id(name),
+                tool: "t".into(),
+                arguments: json!({}),
+                node: "test".into(),
+                ts: 1,
+                owner: None,
+                parent: None,
+                resume_record,
+            })
+            .await
+            .unwrap();
+        }
+        let read = |name: &'static str| {
+            let log = log.clone();
+            async move { log.resume_record(&run_id(name)).await.unwrap() }
+        };
+        assert_eq!(read("kept").await.as_deref(), Some(record), "pending");
+        log.append(events(&run_id("kept"), 0, vec![started("t")]).into())
+            .await
+            .unwrap();
+        assert_eq!(read("kept").await.as_deref(), Some(record), "started");
+        log.append(events(&run_id("kept"), 1, vec![done()]).into())
+            .await
+            .unwrap();
+        assert_eq!(read("kept").await.as_deref(), Some(record), "ended");
+        assert_eq!(read("empty").await.as_deref(), Some(""));
+        assert_eq!(read("none").await, None);
+        log.append(events(&run_id("loose"), 0, vec![started("t")]).into())
+            .await
+            .unwrap();
+        assert_eq!(read("loose").await, None, "created by its started event");
+        assert!(matches!(
+            log.resume_record(&run_id("unknown")).await,
+            Err(LogError::UnknownRun(_))
+        ));
     });
 }
 

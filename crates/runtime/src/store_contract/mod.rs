@@ -89,6 +89,7 @@ macro_rules! store_contract_tests {
             summaries_keep_the_arguments_a_run_was_given,
             runs_keep_their_owner_and_are_listed_by_it,
             runs_keep_their_parent,
+            runs_keep_their_resume_record,
             artifacts_are_write_once_hashed_and_read_by_range,
             retention_deletes_finished_runs_and_their_artifacts_only,
             a_lagging_subscriber_catches_up_from_the_store,

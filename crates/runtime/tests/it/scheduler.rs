@@ -217,6 +217,7 @@ async fn start_closes_the_runs_this_node_left_open() {
             ts: 5,
             owner: None,
             parent: None,
+            resume_record: None,
         })
         .await
         .unwrap();

@@ -20,7 +20,7 @@ impl Keys {
         &self.prefix
     }
 
-    /// A hash: the run's summary fields.
+    /// A hash: the run's summary fields, and its resume record.
     pub(crate) fn run(&self, run_id: &RunId) -> String {
         format!("{}run:{run_id}", self.prefix)
     }

@@ -32,7 +32,8 @@ impl Core {
     pub(crate) async fn create_run(&self, run: NewRun) -> Result<(), LogError> {
         let keys = &self.keys;
         let arguments = serde_json::to_string(&run.arguments).expect("JSON values serialize");
-        let answer: String = scripts::CREATE
+        let mut script = scripts::CREATE.prepare_invoke();
+        script
             .key(keys.run(&run.run_id))
             .key(keys.runs())
             .key(keys.open())
@@ -42,7 +43,11 @@ impl Core {
             .arg(&run.node)
             .arg(run.ts)
             .arg(run.owner.as_deref().unwrap_or(""))
-            .arg(run.parent.as_ref().map_or("", RunId::as_str))
+            .arg(run.parent.as_ref().map_or("", RunId::as_str));
+        if let Some(record) = &run.resume_record {
+            script.arg(record);
+        }
+        let answer: String = script
             .invoke_async(&mut self.conn())
             .await
             .map_err(failed("registering a run"))?;
@@ -185,6 +190,23 @@ impl Core {
             return exists.await;
         }
         reply.ids.iter().map(|entry| event(run_id, entry)).collect()
+    }
+
+    /// The run's `resume_record` field: one round trip for both whether the
+    /// run exists and its record.
+    pub(crate) async fn resume_record(&self, run_id: &RunId) -> Result<Option<String>, LogError> {
+        const DOING: &str = "reading a run's resume record";
+        let key = self.keys.run(run_id);
+        let (exists, record): (bool, Option<String>) = redis::pipe()
+            .exists(&key)
+            .hget(&key, "resume_record")
+            .query_async(&mut self.conn())
+            .await
+            .map_err(failed(DOING))?;
+        match exists {
+            true => Ok(record),
+            false => Err(LogError::UnknownRun(run_id.clone())),
+        }
     }
 
     pub(crate) async fn get_run(&self, run_id: &RunId) -> Result<Option<RunSummary>, LogError> {
@@ -424,6 +446,15 @@ impl EventLog for RedisLog {
 
     fn subscribe_from(&self, run_id: &RunId, from: Seq) -> Subscription {
         Subscription::new(Arc::new(self.clone()), run_id.clone(), from)
+    }
+
+    async fn resume_record(&self, run_id: &RunId) -> Result<Option<String>, LogError> {
+        let run_id = run_id.clone();
+        self.io(move |core| {
+            let run_id = run_id.clone();
+            async move { core.resume_record(&run_id).await }
+        })
+        .await
     }
 
     async fn get_run(&self, run_id: &RunId) -> Result<Option<RunSummary>, LogError> {

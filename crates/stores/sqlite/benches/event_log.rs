@@ -85,6 +85,7 @@ fn fanout(c: &mut Criterion) {
                             ts: 0,
                             owner: None,
                             parent: None,
+                            resume_record: None,
                         })
                         .await
                         .unwrap();

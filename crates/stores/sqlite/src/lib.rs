@@ -180,6 +180,14 @@ impl EventLog for SqliteLog {
         Subscription::new(Arc::new(self.clone()), run_id.clone(), from)
     }
 
+    async fn resume_record(&self, run_id: &RunId) -> Result<Option<String>, LogError> {
+        let run_id = run_id.clone();
+        self.inner
+            .readers
+            .read(move |conn| queries::resume_record(conn, &run_id))
+            .await
+    }
+
     async fn get_run(&self, run_id: &RunId) -> Result<Option<RunSummary>, LogError> {
         let run_id = run_id.clone();
         self.inner

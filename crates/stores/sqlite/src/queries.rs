@@ -228,6 +228,18 @@ pub(crate) fn find_run(conn: &Connection, run_id: &RunId) -> Result<Option<RunSu
         .transpose()
 }
 
+/// The resume record run `run_id` was registered with.
+pub(crate) fn resume_record(conn: &Connection, run_id: &RunId) -> Result<Option<String>, LogError> {
+    let doing = "reading a run's resume record";
+    conn.prepare_cached("SELECT resume_record FROM runs WHERE run_id = ?1")
+        .and_then(|mut stmt| {
+            stmt.query_row([run_id.as_str()], |row| row.get::<_, Option<String>>(0))
+                .optional()
+        })
+        .map_err(db(doing))?
+        .ok_or_else(|| LogError::UnknownRun(run_id.clone()))
+}
+
 /// The error for an artifact that is not there: its run may be missing too.
 fn missing_artifact(conn: &Connection, run_id: &RunId, name: &str) -> LogError {
     match find_run(conn, run_id) {

@@ -10,7 +10,7 @@ use crate::queries::started_arguments;
 
 /// Bump when the schema changes; a newer file is refused, not misread, and
 /// an older one is migrated when opened.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 /// `runs.arguments` is NULL when the run's arguments are those of its
 /// `started` event (seq 0), which then keeps the only copy: a run's
@@ -20,7 +20,9 @@ const SCHEMA_VERSION: i64 = 5;
 /// `runs.owner` is the name of the credential that started the run, NULL
 /// when the server had none (schema 4). `runs.parent` is the id of the run
 /// that started it as a child run, NULL for a run a client started
-/// (schema 5).
+/// (schema 5). `runs.resume_record` is the text the front end that accepted
+/// the run keeps to serve its caller again from another process
+/// (`NewRun::resume_record`), NULL when it has none (schema 6).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     run_key     INTEGER PRIMARY KEY,
@@ -34,7 +36,8 @@ CREATE TABLE IF NOT EXISTS runs (
     updated_ts  INTEGER NOT NULL,
     finished_ts INTEGER,
     owner       TEXT,
-    parent      TEXT
+    parent      TEXT,
+    resume_record TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_ts);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs (state);
@@ -83,6 +86,9 @@ pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), LogError
     }
     if (1..=4).contains(&version) {
         migrate_from_4(conn).map_err(db("adding run parents (schema 5)"))?;
+    }
+    if (1..=5).contains(&version) {
+        migrate_from_5(conn).map_err(db("adding run resume records (schema 6)"))?;
     }
     conn.execute_batch(SCHEMA)
         .and_then(|()| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
@@ -206,5 +212,24 @@ fn migrate_from_4(conn: &mut Connection) -> rusqlite::Result<()> {
         tx.execute_batch("ALTER TABLE runs ADD COLUMN parent TEXT;")?;
     }
     tx.execute_batch("PRAGMA user_version = 5;")?;
+    tx.commit()
+}
+
+/// Moves a schema 5 log to schema 6: runs get a resume record, NULL for
+/// every run written before (their call streams could be resumed only where
+/// they were accepted). A log migrated from schema 2 just now has the
+/// column already. One transaction: if it is interrupted, schema 5 stays as
+/// it was.
+fn migrate_from_5(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    let has_record: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('runs') WHERE name = 'resume_record'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_record {
+        tx.execute_batch("ALTER TABLE runs ADD COLUMN resume_record TEXT;")?;
+    }
+    tx.execute_batch("PRAGMA user_version = 6;")?;
     tx.commit()
 }

@@ -245,6 +245,7 @@ async fn ten_thousand_runs_page_quickly_from_any_cursor() {
             ts: 1_000_000 + i,
             owner: Some("alice".into()),
             parent: None,
+            resume_record: None,
         })
         .await
         .unwrap();

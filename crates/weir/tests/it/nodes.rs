@@ -8,9 +8,10 @@
 //! read from B and cancelled from C; a node killed with SIGKILL has its runs
 //! closed `interrupted` by a survivor within a bounded time; Redis killed
 //! and restarted mid-run loses nothing; a call a busy node has no slot for
-//! is executed by an idle one. In every case the events a client
-//! put together from its resumes are the run's log exactly: dense from 0,
-//! none twice, one terminal event, last.
+//! is executed by an idle one; a 2025-11-25 call stream left on one node
+//! is resumed on another, by its session's caller only. In every case the
+//! events a client put together from its resumes are the run's log
+//! exactly: dense from 0, none twice, one terminal event, last.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -248,19 +249,26 @@ impl Node {
 
     /// A 2025-11-25 session: its id.
     fn session(&self) -> String {
+        self.session_as(None, json!({"tasks": {}}))
+    }
+
+    /// A 2025-11-25 session whose client declares `capabilities`, with the
+    /// bearer token `token` if any: its id.
+    fn session_as(&self, token: Option<&str>, capabilities: Value) -> String {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": SESSIONS,
-            "capabilities": {"tasks": {}},
+            "capabilities": capabilities,
             "clientInfo": {"name": "nodes-test", "version": "0"},
         }});
-        let (status, head, _) = self.send(
-            "/mcp",
-            &[
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json, text/event-stream"),
-            ],
-            &body.to_string(),
-        );
+        let authorization = token.map(|token| format!("Bearer {token}"));
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        if let Some(authorization) = &authorization {
+            headers.push(("Authorization", authorization));
+        }
+        let (status, head, _) = self.send("/mcp", &headers, &body.to_string());
         assert_eq!(status, 200, "{head}");
         head.lines()
             .find_map(|line| {
@@ -312,6 +320,210 @@ impl Node {
         }
         events
     }
+}
+
+/// One HTTP request to `/mcp` on its own connection, its answer read as it
+/// arrives: a test can leave an SSE stream in the middle, as a client that
+/// went away would.
+struct Sse {
+    reader: BufReader<TcpStream>,
+    status: u16,
+    head: String,
+    chunked: bool,
+    /// Body text read and not yet handed out as messages.
+    body: String,
+    ended: bool,
+}
+
+impl Sse {
+    fn open(node: &Node, method: &str, headers: &[(&str, &str)], body: &str) -> Sse {
+        let mut request = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        let stream = TcpStream::connect(&node.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        (&stream).write_all(request.as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim_end().is_empty() {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or(0);
+        let chunked = head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked");
+        Sse {
+            reader,
+            status,
+            head,
+            chunked,
+            body: String::new(),
+            ended: false,
+        }
+    }
+
+    /// The next SSE message, as (its id, its JSON); `None` once the body
+    /// ends.
+    fn next(&mut self) -> Option<(Option<String>, Value)> {
+        loop {
+            if let Some(end) = self.body.find("\n\n") {
+                let message: String = self.body.drain(..end + 2).collect();
+                let mut id = None;
+                let mut data = None;
+                for line in message.lines() {
+                    if let Some(value) = line.strip_prefix("id:") {
+                        id = Some(value.trim().to_owned());
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        data = Some(serde_json::from_str(value.trim()).unwrap());
+                    }
+                }
+                if let Some(data) = data {
+                    return Some((id, data));
+                }
+                continue;
+            }
+            if self.ended {
+                return None;
+            }
+            self.read_more();
+        }
+    }
+
+    /// The rest of the body, as text.
+    fn rest(mut self) -> String {
+        while !self.ended {
+            self.read_more();
+        }
+        self.body
+    }
+
+    fn read_more(&mut self) {
+        if !self.chunked {
+            let mut buffer = [0u8; 8192];
+            let n = self.reader.read(&mut buffer).unwrap();
+            self.ended = n == 0;
+            self.body.push_str(&String::from_utf8_lossy(&buffer[..n]));
+            return;
+        }
+        let mut size = String::new();
+        self.reader.read_line(&mut size).unwrap();
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            self.ended = true;
+            return;
+        }
+        let mut chunk = vec![0; size + 2];
+        self.reader.read_exact(&mut chunk).unwrap();
+        self.body
+            .push_str(std::str::from_utf8(&chunk[..size]).unwrap());
+    }
+}
+
+/// The headers of a request in 2025-11-25 session `session`, with the
+/// bearer token `token` if any, resuming after `last` if given.
+fn session_headers(
+    session: &str,
+    token: Option<&str>,
+    last: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut headers = vec![
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        (
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+        ("Mcp-Session-Id".to_owned(), session.to_owned()),
+        ("MCP-Protocol-Version".to_owned(), SESSIONS.to_owned()),
+    ];
+    if let Some(token) = token {
+        headers.push(("Authorization".to_owned(), format!("Bearer {token}")));
+    }
+    if let Some(last) = last {
+        headers.push(("Last-Event-ID".to_owned(), last.to_owned()));
+    }
+    headers
+}
+
+fn borrowed(headers: &[(String, String)]) -> Vec<(&str, &str)> {
+    headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect()
+}
+
+/// The `tools/call` of the `stream` fixture, `count` items 50 ms apart,
+/// whose partial results come as notifications.
+fn streaming_call(request_id: &str, count: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
+        "name": "stream",
+        "arguments": {"count": count, "interval_ms": 50, "size": 16},
+        "_meta": {"partialResultToken": "p"},
+    }})
+    .to_string()
+}
+
+/// Starts `streaming_call` in `session` on `node` and reads its stream
+/// until `partials` partial results came, then leaves it: the messages it
+/// read, and the SSE id of the last one that had one.
+fn call_and_leave(
+    node: &Node,
+    session: &str,
+    token: Option<&str>,
+    request_id: &str,
+    count: u64,
+    partials: usize,
+) -> (Vec<(Option<String>, Value)>, String) {
+    let headers = session_headers(session, token, None);
+    let mut stream = Sse::open(
+        node,
+        "POST",
+        &borrowed(&headers),
+        &streaming_call(request_id, count),
+    );
+    assert_eq!(stream.status, 200, "{}", stream.head);
+    let mut messages = Vec::new();
+    while messages.iter().filter(|(_, m)| is_partial(m)).count() < partials {
+        let message = stream
+            .next()
+            .unwrap_or_else(|| panic!("the call stream ended early: {messages:?}"));
+        messages.push(message);
+    }
+    // The client goes away: the connection closes here.
+    drop(stream);
+    let last = messages
+        .iter()
+        .rev()
+        .find_map(|(id, _)| id.clone())
+        .expect("events with SSE ids");
+    (messages, last)
+}
+
+fn is_partial(message: &Value) -> bool {
+    message["method"] == "notifications/tools/partial_result"
+}
+
+/// The log seq in SSE id `{run_id}.{seq}`, checked to be of run `run_id`.
+fn seq_of(id: &str, run_id: &str) -> u64 {
+    let (run, seq) = id.rsplit_once('.').unwrap();
+    assert_eq!(run, run_id, "SSE id {id}");
+    seq.parse().unwrap()
 }
 
 impl Drop for Node {
@@ -673,4 +885,118 @@ fn offered_runs_are_cancelled_whether_waiting_or_taken() {
     // The queued one never ran later either.
     let again = a.sse_after(&waiting, 0);
     assert_eq!(again.len(), 1, "{again:?}");
+}
+
+/// A 2025-11-25 call stream started on node A and left after a few events
+/// is resumed on node B, which does not hold the session, with the
+/// session's id and `Last-Event-ID`: B sends the rest, no partial result
+/// missing and none twice, then the call's response, with its request id,
+/// once. On B, a session id that is not the call's (made up, or another
+/// session's) gets 404.
+#[test]
+fn a_call_stream_is_resumed_on_a_node_that_does_not_hold_the_session() {
+    let redis = Redis::start();
+    let (a, b) = (Node::start(&redis, "a"), Node::start(&redis, "b"));
+    let session = a.session_as(None, json!({"partialResults": {}}));
+    let count = 40;
+    let (on_a, last) = call_and_leave(&a, &session, None, "call-7", count, 5);
+    let run_id = last.rsplit_once('.').unwrap().0.to_owned();
+
+    for (other, why) in [
+        ("0123456789abcdef0123456789abcdef".to_owned(), "made up"),
+        (b.session_as(None, json!({})), "another session, on B"),
+        (a.session_as(None, json!({})), "another session, on A"),
+    ] {
+        let headers = session_headers(&other, None, Some(&last));
+        let refused = Sse::open(&b, "GET", &borrowed(&headers), "");
+        let status = refused.status;
+        let body = refused.rest();
+        assert_eq!(status, 404, "{why}: {body}");
+        assert!(!body.contains("partial_result"), "{why}: {body}");
+    }
+
+    let headers = session_headers(&session, None, Some(&last));
+    let mut on_b = Sse::open(&b, "GET", &borrowed(&headers), "");
+    assert_eq!(on_b.status, 200, "{}", on_b.head);
+    let mut resumed = Vec::new();
+    while let Some(message) = on_b.next() {
+        resumed.push(message);
+    }
+
+    // SSE ids: of the call's run, on B all after the one A sent last, and
+    // never going back.
+    let last_seq = seq_of(&last, &run_id);
+    let seqs: Vec<u64> = on_a
+        .iter()
+        .chain(&resumed)
+        .filter_map(|(id, _)| id.as_deref().map(|id| seq_of(id, &run_id)))
+        .collect();
+    assert!(seqs.is_sorted(), "SSE ids go back: {seqs:?}");
+    for (id, message) in &resumed {
+        if let Some(id) = id {
+            assert!(seq_of(id, &run_id) > last_seq, "{id} again on B: {message}");
+        }
+    }
+    // Every partial result once, in order, whichever node sent it.
+    let partials: Vec<u64> = on_a
+        .iter()
+        .chain(&resumed)
+        .filter(|(_, message)| is_partial(message))
+        .map(|(_, message)| message["params"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(partials, (0..count).collect::<Vec<_>>());
+    assert!(
+        resumed.iter().filter(|(_, m)| is_partial(m)).count() > 0,
+        "B sent no partial result"
+    );
+    // The response, once, last, with the call's request id.
+    let responses: Vec<&Value> = on_a
+        .iter()
+        .chain(&resumed)
+        .map(|(_, message)| message)
+        .filter(|message| message.get("method").is_none())
+        .collect();
+    assert_eq!(responses.len(), 1, "{responses:?}");
+    let response = responses[0];
+    assert_eq!(Some(response), resumed.last().map(|(_, m)| m));
+    assert_eq!(response["id"], "call-7", "{response}");
+    assert_eq!(
+        response["result"]["structuredContent"]["count"], count,
+        "{response}"
+    );
+}
+
+/// With credentials, a call stream resumed on another node is its caller's
+/// only: another caller naming the same session gets 404, and so does an
+/// admin, who may see the run but not use another's session.
+#[test]
+fn only_the_session_s_caller_resumes_its_call_stream_on_another_node() {
+    use std::os::unix::fs::PermissionsExt;
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        "alice token:alice-token\nbob token:bob-token\nroot token:root-token admin\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let tokens = ["--tokens-file", tokens.to_str().unwrap()];
+    let a = Node::start_with(&redis, "a", &tokens);
+    let b = Node::start_with(&redis, "b", &tokens);
+    let session = a.session_as(Some("alice-token"), json!({"partialResults": {}}));
+    let (_, last) = call_and_leave(&a, &session, Some("alice-token"), "mine", 40, 2);
+    for token in ["bob-token", "root-token"] {
+        let headers = session_headers(&session, Some(token), Some(&last));
+        let refused = Sse::open(&b, "GET", &borrowed(&headers), "");
+        let status = refused.status;
+        let body = refused.rest();
+        assert_eq!(status, 404, "{token}: {body}");
+        assert!(!body.contains("partial_result"), "{token}: {body}");
+    }
+    let headers = session_headers(&session, Some("alice-token"), Some(&last));
+    let mut resumed = Sse::open(&b, "GET", &borrowed(&headers), "");
+    assert_eq!(resumed.status, 200, "{}", resumed.head);
+    let (_, first) = resumed.next().expect("alice's stream, resumed");
+    assert!(is_partial(&first), "{first}");
 }

@@ -69,9 +69,15 @@ pub(crate) async fn call(
     // stateless call has no one to ask.
     let (questions, asked) = mpsc::channel(8);
     let answering = scope.era == Era::Session;
+    // A call followed on its own stream (not a task) can be resumed on
+    // any node: the run keeps which session and request it belongs to.
+    let streamed = !legacy_task && !stateless_task;
     let options = RunOptions {
         input_requests: answering.then_some(questions),
         owner: session.caller.owner(),
+        resume_record: streamed
+            .then(|| session.stream_record(request_id, scope))
+            .flatten(),
         ..RunOptions::default()
     };
     let submitted = state.scheduler.submit(&name, arguments, options).await;

@@ -31,6 +31,7 @@ fn registered(name: &str, arguments: Value) -> NewRun {
         ts: 10,
         owner: None,
         parent: None,
+        resume_record: None,
     }
 }
 
@@ -91,8 +92,17 @@ fn user_version(path: &Path) -> i64 {
         .unwrap()
 }
 
+/// Puts the runs table back the way schema 5 laid it out: no resume records.
+fn runs_back_to_schema_5(path: &Path) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch("ALTER TABLE runs DROP COLUMN resume_record; PRAGMA user_version = 5;")
+        .unwrap();
+}
+
 /// Puts the runs table back the way schema 4 laid it out: no parents.
 fn runs_back_to_schema_4(path: &Path) {
+    runs_back_to_schema_5(path);
     rusqlite::Connection::open(path)
         .unwrap()
         .execute_batch("ALTER TABLE runs DROP COLUMN parent; PRAGMA user_version = 4;")
@@ -203,7 +213,7 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!((version, without_rowid), (5, 0));
+    assert_eq!((version, without_rowid), (6, 0));
 }
 
 /// A log written by schema 2 (every run's arguments in its row as well as in
@@ -243,7 +253,7 @@ async fn a_schema_2_log_is_migrated_with_every_summary() {
             Some(summary)
         );
     }
-    assert_eq!(user_version(&path), 5);
+    assert_eq!(user_version(&path), 6);
     assert_eq!(
         stored_arguments(&path),
         [
@@ -262,7 +272,7 @@ async fn a_schema_2_log_is_migrated_with_every_summary() {
     assert_eq!(stored_arguments(&path)[1], ("pending".to_owned(), None));
 }
 
-/// A log written by schema 3 (runs without owners) opens on schema 4 with
+/// A log written by schema 3 (runs without owners) opens on the current schema with
 /// every summary and event as it was, each run without an owner; the
 /// migrated file keeps the owners of runs registered afterwards, and lists
 /// by them.
@@ -284,7 +294,7 @@ async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
     assert_eq!(user_version(&path), 3);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 5);
+    assert_eq!(user_version(&path), 6);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.owner.is_none()));
@@ -313,7 +323,7 @@ async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
     );
 }
 
-/// A log written by schema 4 (runs without parents) opens on schema 5 with
+/// A log written by schema 4 (runs without parents) opens on the current schema with
 /// every summary and event as it was, each run without a parent; the
 /// migrated file keeps the parents of runs registered afterwards, also
 /// across a reopen.
@@ -335,7 +345,7 @@ async fn a_schema_4_log_is_migrated_with_runs_that_have_no_parent() {
     assert_eq!(user_version(&path), 4);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 5);
+    assert_eq!(user_version(&path), 6);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.parent.is_none()));
@@ -352,6 +362,46 @@ async fn a_schema_4_log_is_migrated_with_runs_that_have_no_parent() {
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
     let child = log.get_run(&run_id("child")).await.unwrap().unwrap();
     assert_eq!(child.parent, Some(run_id("scheduled")));
+}
+
+/// A log written by schema 5 (runs without resume records) opens on schema
+/// 6 with every summary and event as it was, each run without a resume
+/// record; the migrated file keeps the records of runs registered
+/// afterwards, also across a reopen.
+#[tokio::test]
+async fn a_schema_5_log_is_migrated_with_runs_that_have_no_resume_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let (summaries, logs) = {
+        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+        write_runs_of_every_kind(&log).await;
+        let summaries = log.list_runs(&RunFilter::default()).await.unwrap();
+        let mut logs = Vec::new();
+        for summary in &summaries {
+            logs.push(log.read(&summary.run_id, 0, 100).await.unwrap());
+        }
+        (summaries, logs)
+    };
+    runs_back_to_schema_5(&path);
+    assert_eq!(user_version(&path), 5);
+
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(user_version(&path), 6);
+    let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(migrated, summaries);
+    for (summary, events) in summaries.iter().zip(&logs) {
+        assert_eq!(&log.read(&summary.run_id, 0, 100).await.unwrap(), events);
+        assert_eq!(log.resume_record(&summary.run_id).await.unwrap(), None);
+    }
+    let mut resumable = registered("resumable", json!({}));
+    resumable.resume_record = Some(r#"{"session":"s"}"#.into());
+    log.create_run(resumable).await.unwrap();
+    drop(log);
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(
+        log.resume_record(&run_id("resumable")).await.unwrap(),
+        Some(r#"{"session":"s"}"#.to_owned())
+    );
 }
 
 /// A run's arguments are written once: in its row while it is pending, in

@@ -28,13 +28,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::Value;
 use weir_core::{RunId, Seq};
+use weir_runtime::LogError;
 use weir_web::Identity;
 
 use crate::caller::Caller;
 use crate::follow::{FollowError, follow_asking};
 use crate::protocol::Era;
 use crate::server::McpServer;
-use crate::session::{Delivery, Outgoing, Session, outbound};
+use crate::session::{Delivery, Outgoing, Session, StreamRecord, outbound};
 use crate::transport::era_of;
 use headers::{parse_media_type, parse_seq};
 use weir_mcp_wire::jsonrpc::{Incoming, RpcError, code, error_response};
@@ -184,7 +185,7 @@ async fn post_mcp(
             let session = match (era, method.as_str()) {
                 (Era::Stateless, _) => Session::new(caller),
                 (Era::Session, "initialize") => {
-                    let session = Session::new(caller);
+                    let session = Session::over_http(caller);
                     let mut sessions = state.sessions.lock().expect("sessions lock");
                     sessions.retain(|_, old| old.idle_ms() < SESSION_IDLE_MS);
                     sessions.insert(session.id.clone(), session.clone());
@@ -304,6 +305,13 @@ fn sse_response(outgoing: Delivery) -> Response {
 /// GET `/mcp`: with `Last-Event-ID` from a call stream, resumes it from the
 /// run log, asking again the questions the run waits on; weir sends
 /// nothing unsolicited, so there is no standalone stream.
+///
+/// Any node sharing the store resumes it: one that does not hold the
+/// session finds the call's [`StreamRecord`] with its run, and serves the
+/// stream if the record names the session the request does and the run is
+/// the caller's own. It cannot ask the run's questions (the session's
+/// node keeps them, and takes the answers), so its stream carries the
+/// run's notifications and its response only.
 async fn get_mcp(
     State(state): State<Arc<HttpState>>,
     Extension(identity): Extension<Identity>,
@@ -326,20 +334,40 @@ async fn get_mcp(
             ),
         );
     };
-    let session = match session_of(&state, &caller, &headers) {
-        Ok(session) => session,
-        Err(refusal) => return refusal,
+    let local = session_of(&state, &caller, &headers);
+    let stream = match &local {
+        Ok(session) => session
+            .stream(&run_id)
+            .map(|(request_id, scope)| (request_id, scope, Some(session.clone()))),
+        Err(_) => None,
     };
-    let Some((request_id, scope)) = session.stream(&run_id) else {
-        return plain_error(
-            StatusCode::NOT_FOUND,
-            "no call stream with that Last-Event-ID in this session",
-        );
+    let stream = match stream {
+        Some(stream) => Some(stream),
+        None => match recorded_stream(&state, &caller, &headers, &run_id).await {
+            Ok(recorded) => recorded.map(|(request_id, scope)| (request_id, scope, None)),
+            // Not a 404: the client must not give up on its session.
+            Err(error) => {
+                return plain_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("could not look up the call stream to resume: {error}; try again"),
+                );
+            }
+        },
+    };
+    let Some((request_id, scope, session)) = stream else {
+        return match local {
+            Ok(_) => plain_error(
+                StatusCode::NOT_FOUND,
+                "no call stream with that Last-Event-ID in this session",
+            ),
+            Err(refusal) => refusal,
+        };
     };
     let (outbound, outgoing) = outbound(256);
     let server = state.server.clone();
     tokio::spawn(async move {
-        let asked = session.questions(&run_id);
+        // Questions only where the session is: see above.
+        let asked = session.and_then(|session| session.questions(&run_id));
         let followed =
             follow_asking(&server.state, &run_id, Some(seq), scope, &outbound, asked).await;
         let message = match followed {
@@ -350,6 +378,41 @@ async fn get_mcp(
         let _ = outbound.send(Outgoing::message(message)).await;
     });
     sse_response(outgoing)
+}
+
+/// The request id and scope of run `run_id`'s call stream, from the record
+/// its run keeps, when that stream is this request's to resume: the record
+/// names the session in the request's `Mcp-Session-Id`, and the run is
+/// the caller's own (the credential that started it; with no credentials,
+/// as every run, no one's). An admin may see other callers' runs, but not
+/// resume their sessions' streams. `None` otherwise, whatever the reason,
+/// so that a refusal tells nothing about another's run; an error only when
+/// the store could not be read.
+async fn recorded_stream(
+    state: &HttpState,
+    caller: &Caller,
+    headers: &HeaderMap,
+    run_id: &RunId,
+) -> Result<Option<(Value, crate::protocol::Scope)>, LogError> {
+    let Some(session_id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return Ok(None);
+    };
+    let log = state.server.scheduler().log();
+    let Some(run) = log.get_run(run_id).await? else {
+        return Ok(None);
+    };
+    if run.owner != caller.owner() || !caller.sees(&run) {
+        return Ok(None);
+    }
+    let record = match log.resume_record(run_id).await {
+        Ok(Some(text)) => StreamRecord::parse(&text),
+        // Deleted (retention) since it was read just now.
+        Ok(None) | Err(LogError::UnknownRun(_)) => None,
+        Err(error) => return Err(error),
+    };
+    Ok(record
+        .filter(|record| record.session == session_id && record.scope.era == Era::Session)
+        .map(|record| (record.request_id, record.scope)))
 }
 
 /// `{run_id}.{seq}`.
