@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use weir_core::{Completed, Content, EventKind, Meta, RunError, RunEvent, RunId};
 
+use crate::ToolInfo;
 use crate::context::RunContext;
 use crate::handle::{RunHandle, SubmitError};
 use crate::log::{EventLog, Subscription};
@@ -221,10 +222,11 @@ impl RunContext {
 }
 
 impl RunContext {
-    /// The names of the tools this run can start with [`RunContext::call`]
-    /// (this server's), sorted; empty when the run does not belong to a
-    /// running scheduler. For checking a call before anything starts.
-    pub fn callable_tools(&self) -> Vec<String> {
+    /// The tools this run can start with [`RunContext::call`] (this
+    /// server's), sorted by name; empty when the run does not belong to a
+    /// running scheduler. For checking a call before anything starts, or
+    /// offering the tools to someone else.
+    pub fn callable_tools(&self) -> Vec<ToolInfo> {
         self.children()
             .map(|children| children.tools())
             .unwrap_or_default()

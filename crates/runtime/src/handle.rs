@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use weir_core::{RunEvent, RunId};
 
+use crate::ToolInfo;
 use crate::log::LogError;
 
 /// Why a call did not become a run.
@@ -80,7 +81,7 @@ pub(crate) trait Spawn: Send + Sync {
         timeout: Option<Duration>,
     ) -> Option<Result<RunHandle, SubmitError>>;
 
-    /// The names of the tools a child may run (empty once the scheduler
-    /// has stopped).
-    fn tools(&self) -> Vec<String>;
+    /// The tools a child may run, sorted by name (empty once the
+    /// scheduler has stopped).
+    fn tools(&self) -> Vec<ToolInfo>;
 }

@@ -37,12 +37,20 @@ fn offer_weir_tools(
     tools: Vec<String>,
 ) -> Result<(), RunError> {
     let callable = ctx.callable_tools();
-    if let Some(unknown) = tools.iter().find(|tool| !callable.contains(tool)) {
+    if let Some(unknown) = tools
+        .iter()
+        .find(|name| !callable.iter().any(|tool| &tool.name == *name))
+    {
+        let names: Vec<&str> = callable.iter().map(|tool| tool.name.as_str()).collect();
         return Err(invalid(format!(
             "weir_tools: this server has no tool {unknown:?}; it has: {}",
-            callable.join(", ")
+            names.join(", ")
         )));
     }
+    let tools = callable
+        .into_iter()
+        .filter(|tool| tools.contains(&tool.name))
+        .collect();
     let prefix = format!("mcp__{}__", weir_tools::SERVER);
     options.transport = Transport::Auto;
     options.permission = Some(Arc::new(move |asked: &ToolPermission| {

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_agents::SdkMcpServer;
 use weir_core::{Content, EventKind};
-use weir_runtime::{ChildEnd, RunContext};
+use weir_runtime::{ChildEnd, RunContext, ToolInfo};
 
 /// The server's name: the model sees its tools as `mcp__weir__TOOL`.
 pub(crate) const SERVER: &str = "weir";
@@ -22,8 +22,8 @@ const MAX_TEXT: usize = 64 * 1024;
 /// The tools of this server one agent may call, as child runs of `ctx`'s.
 pub(crate) struct WeirTools {
     pub(crate) ctx: RunContext,
-    /// The offered tools' names (checked to be callable).
-    pub(crate) tools: Vec<String>,
+    /// The offered tools (callable ones, as the scheduler describes them).
+    pub(crate) tools: Vec<ToolInfo>,
 }
 
 /// A JSON-RPC error: its code and message.
@@ -62,20 +62,7 @@ impl SdkMcpServer for WeirTools {
 
 impl WeirTools {
     fn list(&self) -> Value {
-        // A run sees its server's tools by name only; the child run checks
-        // the arguments against the tool's schema and says what is wrong.
-        let tools: Vec<Value> = self
-            .tools
-            .iter()
-            .map(|name| {
-                json!({
-                    "name": name,
-                    "description": format!("weir's `{name}` tool. Each call is a run of weir's, a child of this agent's run; weir checks the arguments against the tool's schema and says what is wrong."),
-                    "inputSchema": {"type": "object", "additionalProperties": true},
-                })
-            })
-            .collect();
-        json!({ "tools": tools })
+        listing(&self.tools)
     }
 
     /// `tools/call`: the tool as a child run, followed to its end. What
@@ -83,12 +70,16 @@ impl WeirTools {
     /// out of its final content).
     async fn call(&self, params: &Value) -> Result<Value, RpcError> {
         let name = params["name"].as_str().unwrap_or_default();
-        if !self.tools.iter().any(|tool| tool == name) {
+        if !self.tools.iter().any(|tool| tool.name == name) {
             return Err((
                 -32602,
                 format!(
                     "unknown tool {name:?}; this server offers: {}",
-                    self.tools.join(", ")
+                    self.tools
+                        .iter()
+                        .map(|tool| tool.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }
@@ -136,6 +127,26 @@ impl WeirTools {
             ),
         })
     }
+}
+
+/// `tools/list`'s result: the tools as weir's own clients see them, so
+/// the model knows their arguments (the child run checks them again).
+fn listing(tools: &[ToolInfo]) -> Value {
+    let tools: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            let mut listed = json!({
+                "name": tool.name,
+                "description": tool.description,
+                "inputSchema": tool.input_schema,
+            });
+            if let Some(schema) = &tool.output_schema {
+                listed["outputSchema"] = schema.clone();
+            }
+            listed
+        })
+        .collect();
+    json!({ "tools": tools })
 }
 
 /// A tool's failure, as MCP gives it to the model: a result with
@@ -193,6 +204,21 @@ fn mcp_content(block: &Content) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tools_are_listed_with_their_descriptions_and_schemas() {
+        let schema = json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]});
+        let mut info = ToolInfo::new("execute_code", "Runs code.", schema.clone());
+        info.output_schema = Some(json!({"type": "object"}));
+        let plain = ToolInfo::new("critique_status", "Breakers.", json!({"type": "object"}));
+        assert_eq!(
+            listing(&[info, plain]),
+            json!({"tools": [
+                {"name": "execute_code", "description": "Runs code.", "inputSchema": schema, "outputSchema": {"type": "object"}},
+                {"name": "critique_status", "description": "Breakers.", "inputSchema": {"type": "object"}},
+            ]})
+        );
+    }
 
     #[test]
     fn content_blocks_take_mcp_field_names() {

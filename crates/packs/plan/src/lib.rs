@@ -154,7 +154,11 @@ impl Tool for PlanRun {
     }
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
-        let tools: BTreeSet<String> = ctx.callable_tools().into_iter().collect();
+        let tools: BTreeSet<String> = ctx
+            .callable_tools()
+            .into_iter()
+            .map(|tool| tool.name)
+            .collect();
         let checked = Plan::from_value(arguments["plan"].clone())
             .and_then(|plan| plan.check(&tools, self.remote.is_some()))
             .map_err(|error| {

@@ -10,6 +10,7 @@ use weir_core::RunId;
 
 use super::slots::try_take_slots;
 use super::{Cancel, Lineage, RunHandle, RunOptions, Scheduler, SubmitError, run};
+use crate::ToolInfo;
 use crate::context::now_ms;
 use crate::handle::Spawn;
 use crate::log::NewRun;
@@ -169,10 +170,16 @@ impl Spawn for Lineage {
         Some(scheduler.admit(tool, arguments, options, Some(self)).await)
     }
 
-    fn tools(&self) -> Vec<String> {
+    fn tools(&self) -> Vec<ToolInfo> {
         self.scheduler
             .upgrade()
-            .map(|inner| inner.tools.keys().cloned().collect())
+            .map(|inner| {
+                inner
+                    .tools
+                    .values()
+                    .map(|registered| registered.info.clone())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
