@@ -67,6 +67,13 @@ impl Keys {
         format!("{}cancel", self.prefix)
     }
 
+    /// A string with a time to live: a cancellation asked for a run
+    /// another node executes (its reason), kept so that the executing node
+    /// finds it even when the pub/sub message was lost (`node.rs`).
+    pub(crate) fn cancel_request(&self, run_id: &str) -> String {
+        format!("{}cancelreq:{run_id}", self.prefix)
+    }
+
     /// A stream read by a consumer group: runs a busy node offers to the
     /// others (`node.rs`).
     pub(crate) fn queue(&self) -> String {

@@ -10,10 +10,12 @@
 //! an ordinary append, so two survivors racing to close one run store one
 //! terminal event: the loser's append is refused.
 //!
-//! A cancel asked on a node that does not execute the run is published on
-//! the cancel channel; the node executing it cancels it. Pub/sub delivers at
-//! most once: a cancel sent while Redis restarts is lost, and the caller
-//! sees the run still working and may ask again.
+//! A cancel asked on a node that does not execute the run is stored as a
+//! request with a time to live and published on the cancel channel; the
+//! node executing it cancels it at once. Pub/sub delivers at most once (a
+//! node whose subscription was down while Redis restarted misses the
+//! message), so each sweep also looks for requests for the runs this node
+//! executes: a cancel is late by at most half a lease period, never lost.
 //!
 //! A node with a free slot takes the calls busy nodes offer (`queue.rs`).
 
@@ -108,7 +110,7 @@ impl Node {
     pub fn serve(&self, scheduler: &Scheduler) {
         scheduler.join_peers(Arc::new(ToPeers(self.shared.clone())));
         let io = self.shared.log.io_handle();
-        io.spawn(sweep(self.shared.clone()));
+        io.spawn(sweep(self.shared.clone(), scheduler.clone()));
         io.spawn(take_cancels(self.shared.clone(), scheduler.clone()));
         io.spawn(queue::take_offers(
             self.shared.log.clone(),
@@ -180,11 +182,25 @@ async fn renew_lease(shared: Arc<Shared>) {
     }
 }
 
-/// Closes the runs of nodes found without a lease on two sweeps in a row.
-async fn sweep(shared: Arc<Shared>) {
+/// How long a cancellation request waits for the node executing its run.
+const CANCEL_REQUEST_TTL_S: u64 = 3_600;
+
+/// Closes the runs of nodes found without a lease on two sweeps in a row,
+/// and cancels this node's runs whose cancel message was lost.
+async fn sweep(shared: Arc<Shared>, scheduler: Scheduler) {
     let mut suspects: HashSet<String> = HashSet::new();
     while shared.every(shared.options.lease / 2).await {
-        let lapsed = match lapsed_nodes(&shared).await {
+        let open = match open_runs(&shared).await {
+            Ok(open) => open,
+            Err(error) => {
+                tracing::warn!("{error}");
+                continue;
+            }
+        };
+        if let Err(error) = take_cancel_requests(&shared, &scheduler, &open).await {
+            tracing::warn!("{error}");
+        }
+        let lapsed = match lapsed_nodes(&shared, &open).await {
             Ok(lapsed) => lapsed,
             Err(error) => {
                 tracing::warn!("{error}");
@@ -206,9 +222,15 @@ async fn sweep(shared: Arc<Shared>) {
     }
 }
 
-/// The nodes, other than this one, that execute open runs and hold no lease.
-async fn lapsed_nodes(shared: &Shared) -> Result<HashSet<String>, weir_runtime::LogError> {
-    const DOING: &str = "looking for nodes that died";
+/// An open run and the node that executes it.
+struct OpenRun {
+    run_id: String,
+    node: Option<String>,
+}
+
+/// Every open run, with its node.
+async fn open_runs(shared: &Shared) -> Result<Vec<OpenRun>, weir_runtime::LogError> {
+    const DOING: &str = "listing the open runs";
     let log = &shared.log;
     let keys = &log.core().keys;
     let mut conn = log.core().conn();
@@ -223,9 +245,62 @@ async fn lapsed_nodes(shared: &Shared) -> Result<HashSet<String>, weir_runtime::
             .arg("node");
     }
     let nodes: Vec<Option<String>> = pipe.query_async(&mut conn).await.map_err(failed(DOING))?;
-    let nodes: BTreeSet<String> = nodes
+    Ok(open
         .into_iter()
-        .flatten()
+        .zip(nodes)
+        .map(|(run_id, node)| OpenRun { run_id, node })
+        .collect())
+}
+
+/// Cancels this node's open runs that have a cancellation request waiting
+/// (its message was lost), and drops the requests it served.
+async fn take_cancel_requests(
+    shared: &Shared,
+    scheduler: &Scheduler,
+    open: &[OpenRun],
+) -> Result<(), weir_runtime::LogError> {
+    const DOING: &str = "looking for cancellation requests";
+    let keys = &shared.log.core().keys;
+    let mine: Vec<&str> = open
+        .iter()
+        .filter(|run| run.node.as_deref() == Some(shared.options.name.as_str()))
+        .map(|run| run.run_id.as_str())
+        .collect();
+    if mine.is_empty() {
+        return Ok(());
+    }
+    let mut conn = shared.log.core().conn();
+    let mut pipe = redis::pipe();
+    for run_id in &mine {
+        pipe.get(keys.cancel_request(run_id));
+    }
+    let reasons: Vec<Option<String>> = pipe.query_async(&mut conn).await.map_err(failed(DOING))?;
+    let mut served = redis::pipe();
+    for (run_id, reason) in mine.iter().zip(reasons) {
+        let (Some(reason), Ok(parsed)) = (reason, RunId::parse(run_id)) else {
+            continue;
+        };
+        if scheduler.cancel_here(&parsed, &reason) {
+            tracing::info!("redis: cancelled run {run_id}, whose cancel message was lost");
+        }
+        served.del(keys.cancel_request(run_id)).ignore();
+    }
+    let () = served.query_async(&mut conn).await.map_err(failed(DOING))?;
+    Ok(())
+}
+
+/// The nodes, other than this one, that execute open runs and hold no lease.
+async fn lapsed_nodes(
+    shared: &Shared,
+    open: &[OpenRun],
+) -> Result<HashSet<String>, weir_runtime::LogError> {
+    const DOING: &str = "looking for nodes that died";
+    let log = &shared.log;
+    let keys = &log.core().keys;
+    let mut conn = log.core().conn();
+    let nodes: BTreeSet<String> = open
+        .iter()
+        .filter_map(|run| run.node.clone())
         .filter(|node| *node != shared.options.name)
         .collect();
     let mut pipe = redis::pipe();
@@ -275,8 +350,15 @@ async fn listen_for_cancels(
             continue;
         };
         let (run_id, reason) = text.split_once('\n').unwrap_or((text, "canceled"));
-        if let Ok(run_id) = RunId::parse(run_id) {
-            scheduler.cancel_here(&run_id, reason);
+        if let Ok(parsed) = RunId::parse(run_id)
+            && scheduler.cancel_here(&parsed, reason)
+        {
+            // Served: the sweep need not find it (it expires anyway).
+            let _: Result<(), _> = log
+                .core()
+                .conn()
+                .del(log.core().keys.cancel_request(run_id))
+                .await;
         }
     }
     Ok(())
@@ -296,10 +378,19 @@ impl Peers for ToPeers {
 
     fn cancel_elsewhere(&self, run_id: &RunId, reason: &str) {
         let core = self.0.log.core().clone();
+        let request = core.keys.cancel_request(&run_id.to_string());
+        let reason = reason.to_owned();
         let message = format!("{run_id}\n{reason}");
         self.0.log.io_handle().spawn(async move {
-            let channel = core.keys.cancel_channel();
-            let sent: Result<i64, _> = core.conn().publish(channel, message).await;
+            // The request first: a message that gets lost leaves it for the
+            // executing node's next sweep.
+            let sent: Result<(), _> = redis::pipe()
+                .set_ex(request, reason, CANCEL_REQUEST_TTL_S)
+                .ignore()
+                .publish(core.keys.cancel_channel(), message)
+                .ignore()
+                .query_async(&mut core.conn())
+                .await;
             if let Err(error) = sent {
                 tracing::warn!("redis: a cancel for another node was not sent: {error}");
             }

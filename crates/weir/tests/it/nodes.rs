@@ -766,6 +766,68 @@ fn a_redis_restart_mid_run_loses_nothing() {
     );
 }
 
+/// A cancel whose pub/sub message the executing node missed (its
+/// subscription was down, as while Redis restarts) still reaches it: the
+/// request waits in Redis for the node's next sweep.
+#[test]
+fn a_cancel_whose_message_was_lost_still_reaches_the_executing_node() {
+    let redis = Redis::start();
+    let a = Node::start(&redis, "a");
+    let b = Node::start(&redis, "b");
+    let run_id = a.start_stream(3_000, 10);
+    let tail = Tail::start(&b, &run_id, 0);
+    let mut whole = tail.take(5, Duration::from_secs(20));
+
+    // Keep every subscription down (each node reconnects with backoff)
+    // while B asks for the cancel, so A cannot hear the message.
+    let (stop, stopped) = mpsc::channel::<()>();
+    let killer = {
+        let port = redis.port;
+        std::thread::spawn(move || {
+            while stopped.try_recv().is_err() {
+                redis_command(port, "CLIENT KILL TYPE pubsub");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    let cancelled = b.rpc(
+        None,
+        "tools/call",
+        json!({"name": "runs_cancel", "arguments": {"run_id": run_id, "reason": "asked on B"}}),
+    );
+    assert_eq!(
+        cancelled["result"]["structuredContent"]["cancelled"], true,
+        "{cancelled}"
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    stop.send(()).unwrap();
+    killer.join().unwrap();
+
+    whole.extend(tail.to_end(Duration::from_secs(20)));
+    let terminal = assert_whole_log(&whole);
+    assert_eq!(terminal["type"], "canceled", "{terminal}");
+    assert_eq!(terminal["reason"], "asked on B", "{terminal}");
+    // The stream alone would take 30 s; a sweep comes every 0.75 s.
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "cancelled {:?} after it was asked",
+        asked.elapsed()
+    );
+}
+
+/// Sends Redis one command (inline form) and returns its first reply line.
+fn redis_command(port: u16, command: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .write_all(format!("{command}\r\n").as_bytes())
+        .unwrap();
+    let mut reply = String::new();
+    BufReader::new(stream).read_line(&mut reply).unwrap();
+    reply
+}
+
 /// `weir serve --redis` with no Redis there stops at once and says so; two
 /// live nodes may not share a name.
 #[test]
