@@ -48,6 +48,17 @@ impl ProcessGroup {
     pub fn kill(&self) {
         weir_proc::signal_group(self.pgid, Signal::KILL);
     }
+
+    /// SIGKILL to the group, then waits (at most `limit`) until none of it
+    /// is left: a killed process takes a moment to die, and whoever is
+    /// told the session ended may look for it at once.
+    pub async fn kill_and_wait(&self, limit: Duration) {
+        self.kill();
+        let until = tokio::time::Instant::now() + limit;
+        while self.alive() && tokio::time::Instant::now() < until {
+            tokio::time::sleep(POLL).await;
+        }
+    }
 }
 
 impl Drop for ProcessGroup {

@@ -361,8 +361,9 @@ impl Driver {
                 () = self.events.closed() => return,
             }
         }
-        // Whatever the CLI left running in its group goes with it.
-        self.group.kill();
+        // Whatever the CLI left running in its group goes with it, before
+        // the caller hears that the session ended.
+        self.group.kill_and_wait(GRACE).await;
         let status = status.unwrap_or_else(|| ExitStatus::from_raw(0));
         let _ = self
             .events
