@@ -25,10 +25,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use weir_core::{Completed, Content, EventKind, Meta, RunError, RunEvent, RunId};
 
-use crate::ToolInfo;
 use crate::context::RunContext;
 use crate::handle::{RunHandle, SubmitError};
 use crate::log::{EventLog, Subscription};
+use crate::{ToolInfo, with_streamed_fields};
 
 /// Why a call did not start or did not end in a terminal event.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +53,9 @@ pub struct ChildRun {
     run_id: RunId,
     handle: RunHandle,
     log: Arc<dyn EventLog>,
+    /// Its tool's [text fields](ToolInfo::with_text_fields), which
+    /// [`follow`](ChildRun::follow) fills in.
+    text_fields: Vec<String>,
 }
 
 impl std::fmt::Debug for ChildRun {
@@ -88,15 +91,34 @@ impl ChildRun {
     /// text it streamed as partial results on the way, at most
     /// `max_streamed` bytes (cut at a character boundary, with a note). A
     /// tool that streams its output leaves it out of its final content, so
-    /// a caller that passes the child's result on needs both.
+    /// a caller that passes the child's result on needs both; when its tool
+    /// declares text fields, a completed child's structured result has them
+    /// filled in ([`with_streamed_fields`]), each cut at `max_streamed`.
     pub async fn follow(self, max_streamed: usize) -> Result<ChildEnd, CallError> {
+        let run_id = self.run_id.clone();
         let mut events = self.events();
         let mut streamed = String::new();
+        let mut fields: Vec<(String, String)> = self
+            .text_fields
+            .iter()
+            .map(|group| (group.clone(), String::new()))
+            .collect();
         let mut terminal = None;
         while let Some(Ok(event)) = events.next().await {
             match &event.kind {
-                EventKind::Partial(partial) if streamed.len() < max_streamed => {
-                    streamed.push_str(&Content::text_of(&partial.content));
+                EventKind::Partial(partial) => {
+                    let text = Content::text_of(&partial.content);
+                    if streamed.len() < max_streamed {
+                        streamed.push_str(&text);
+                    }
+                    let field = fields
+                        .iter_mut()
+                        .find(|(group, _)| partial.group.as_ref() == Some(group));
+                    if let Some((_, field)) = field
+                        && field.len() < max_streamed
+                    {
+                        field.push_str(&text);
+                    }
                 }
                 kind if kind.is_terminal() => {
                     terminal = Some(kind.clone());
@@ -105,12 +127,20 @@ impl ChildRun {
                 _ => {}
             }
         }
-        let terminal = match terminal {
+        let mut terminal = match terminal {
             Some(kind) => kind,
             // The subscription broke off: the run's handle still has its end.
             None => self.finished().await?.kind,
         };
         clip(&mut streamed, max_streamed);
+        if let EventKind::Completed(done) = &mut terminal {
+            let mut truncated = false;
+            for (_, text) in &mut fields {
+                truncated |= clip(text, max_streamed);
+            }
+            done.structured =
+                with_streamed_fields(done.structured.take(), fields, truncated, &run_id);
+        }
         Ok(ChildEnd { streamed, terminal })
     }
 }
@@ -124,16 +154,19 @@ pub struct ChildEnd {
     pub terminal: EventKind,
 }
 
-/// Cuts `text` to `max` bytes at a character boundary, saying so.
-fn clip(text: &mut String, max: usize) {
-    if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push_str(&format!("\n[cut at {} KiB]\n", max / 1024));
+/// Cuts `text` to `max` bytes at a character boundary, saying so; whether
+/// it did.
+fn clip(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
     }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!("\n[cut at {} KiB]\n", max / 1024));
+    true
 }
 
 impl RunContext {
@@ -213,10 +246,17 @@ impl RunContext {
         };
         // A run that is ending cannot record it; its child is stopped with it.
         let _ = self.emit(started).await;
+        let text_fields = children
+            .tools()
+            .into_iter()
+            .find(|info| info.name == tool)
+            .map(|info| info.text_fields)
+            .unwrap_or_default();
         Ok(ChildRun {
             run_id,
             handle,
             log: self.log().clone(),
+            text_fields,
         })
     }
 }
@@ -441,6 +481,91 @@ mod tests {
         assert_eq!(scheduler.queued(), 1);
         assert!(scheduler.cancel(hold.run_id(), "done"));
         assert!(queued.finished().await.unwrap().kind.is_terminal());
+    }
+
+    /// `follow` gives a child's streamed text, and fills its tool's text
+    /// fields into its structured result as the MCP server does, each cut
+    /// at the limit asked (and then flagged).
+    #[tokio::test]
+    async fn following_a_child_fills_its_text_fields() {
+        struct Printer;
+        #[async_trait]
+        impl Tool for Printer {
+            fn info(&self) -> ToolInfo {
+                ToolInfo::new("print", "prints", json!({"type": "object"}))
+                    .with_text_fields(&["stdout", "stderr"])
+            }
+            async fn run(&self, ctx: RunContext, _args: Value) -> Result<Completed, RunError> {
+                for (group, text) in [
+                    ("stdout", "one\n"),
+                    ("stderr", "oops\n"),
+                    ("stdout", "two\n"),
+                ] {
+                    let partial = weir_core::Partial {
+                        content: vec![Content::text(text)],
+                        group: Some(group.into()),
+                        ..Default::default()
+                    };
+                    ctx.emit(partial).await.unwrap();
+                }
+                Ok(Completed {
+                    structured: Some(json!({"exit_code": 0})),
+                    ..Completed::default()
+                })
+            }
+        }
+        struct Relay;
+        #[async_trait]
+        impl Tool for Relay {
+            fn info(&self) -> ToolInfo {
+                ToolInfo::new("relay", "relays", json!({"type": "object"}))
+            }
+            async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+                let max = args["max"].as_u64().unwrap() as usize;
+                let child = ctx.call("print", json!({}), None).await.unwrap();
+                let run_id = child.run_id().to_string();
+                let end = child.follow(max).await.unwrap();
+                let EventKind::Completed(done) = end.terminal else {
+                    panic!("{:?}", end.terminal)
+                };
+                Ok(Completed {
+                    structured: Some(json!({
+                        "child": run_id,
+                        "streamed": end.streamed,
+                        "result": done.structured,
+                    })),
+                    ..Completed::default()
+                })
+            }
+        }
+        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Printer), Arc::new(Relay)];
+        let scheduler = Scheduler::start(log, tools, SchedulerConfig::default())
+            .await
+            .unwrap();
+        for (max, stdout, truncated) in [
+            (1024, "one\ntwo\n", false),
+            (3, "one\n[cut at 0 KiB]\n", true),
+        ] {
+            let run = scheduler
+                .submit("relay", json!({"max": max}), RunOptions::default())
+                .await
+                .unwrap();
+            let EventKind::Completed(done) = run.finished().await.unwrap().kind else {
+                panic!("relay did not complete")
+            };
+            let relayed = done.structured.unwrap();
+            let child = relayed["child"].as_str().unwrap();
+            let result = &relayed["result"];
+            assert_eq!(result["exit_code"], 0, "{relayed}");
+            assert_eq!(result["stdout"], stdout, "{relayed}");
+            assert_eq!(result["output_truncated"], truncated, "{relayed}");
+            assert_eq!(result["output_uri"], format!("weir://runs/{child}"));
+            if !truncated {
+                assert_eq!(result["stderr"], "oops\n", "{relayed}");
+                assert_eq!(relayed["streamed"], "one\noops\ntwo\n", "{relayed}");
+            }
+        }
     }
 
     /// A child's events can be followed from its `started` to its end.

@@ -80,4 +80,6 @@ pub use scheduler::{
     Offer, Peers, RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError,
     recover_interrupted,
 };
-pub use tool::{OUTPUT_TRUNCATED, OUTPUT_URI, Pack, REDACTED, Tool, ToolInfo};
+pub use tool::{
+    OUTPUT_TRUNCATED, OUTPUT_URI, Pack, REDACTED, Tool, ToolInfo, with_streamed_fields,
+};

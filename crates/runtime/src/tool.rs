@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use weir_core::{Completed, RunError};
+use weir_core::{Completed, RunError, RunId};
 
 use crate::RunContext;
 
@@ -48,6 +48,33 @@ pub const OUTPUT_TRUNCATED: &str = "output_truncated";
 /// In a result with [text fields](ToolInfo::with_text_fields): the URI of
 /// the run, where the whole output stays readable (`weir://runs/{run_id}`).
 pub const OUTPUT_URI: &str = "output_uri";
+
+/// The structured result of a completed run whose tool declared [text
+/// fields](ToolInfo::with_text_fields): the tool's own (or an object of
+/// the fields alone) with each field's streamed text, whether that text
+/// was cut, and the run's URI, as the tool's output schema says. The one
+/// way every caller that hands a run's result on fills them in (the MCP
+/// server, a parent passing on its child's): the output is what a model
+/// most needs to see, and some hosts show it only this.
+pub fn with_streamed_fields(
+    structured: Option<Value>,
+    fields: Vec<(String, String)>,
+    truncated: bool,
+    run_id: &RunId,
+) -> Option<Value> {
+    if fields.is_empty() {
+        return structured;
+    }
+    let mut structured = structured.unwrap_or_else(|| json!({}));
+    if let Some(object) = structured.as_object_mut() {
+        for (group, text) in fields {
+            object.insert(group, Value::String(text));
+        }
+        object.insert(OUTPUT_TRUNCATED.into(), truncated.into());
+        object.insert(OUTPUT_URI.into(), format!("weir://runs/{run_id}").into());
+    }
+    Some(structured)
+}
 
 impl ToolInfo {
     /// A description with the scheduler's defaults and no output schema.

@@ -34,7 +34,7 @@ use weir_core::{
     Content, EventKind, LogLevel, Meta, Partial, Progress, ProgressUnit as Unit, RunEvent, RunId,
     human_duration,
 };
-use weir_runtime::{OUTPUT_TRUNCATED, OUTPUT_URI};
+use weir_runtime::with_streamed_fields;
 
 use crate::protocol::Scope;
 use crate::wire::{
@@ -594,19 +594,9 @@ impl ResultBuilder {
                 Value::Object(Map::from_iter([("items".into(), Value::Array(self.items))]))
             })
         });
-        if !self.fields.is_empty() && !is_error {
-            // The tool's own result, or an object of the fields alone:
-            // the output is what a model most needs to see.
-            if let Some(object) = structured
-                .get_or_insert_with(|| Value::Object(Map::new()))
-                .as_object_mut()
-            {
-                for (group, text) in self.fields {
-                    object.insert(group, Value::String(text));
-                }
-                object.insert(OUTPUT_TRUNCATED.into(), self.truncated.into());
-                object.insert(OUTPUT_URI.into(), uri.into());
-            }
+        if !is_error {
+            structured =
+                with_streamed_fields(structured, self.fields, self.truncated, &self.run_id);
         }
         if let Some(structured) = structured {
             result.insert("structuredContent".into(), structured);

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use weir_core::{Completed, EventKind, Started};
+use weir_core::{Completed, EventKind, RunEvent, Started};
 use weir_runtime::EventLog;
-use weir_runtime::log::{NewRun, RunFilter};
+use weir_runtime::log::{NewRun, RunFilter, RunSummary};
 use weir_runtime::store_contract::support::{body_event, events, run_id, started};
 use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
@@ -74,6 +74,19 @@ async fn write_runs_of_every_kind(log: &SqliteLog) {
 
 /// Each run's `runs.arguments`, by run id: `None` where the `started` event
 /// keeps the only copy.
+/// A log at `path` with [`write_runs_of_every_kind`], closed again: its
+/// summaries and each run's events, as the current schema gives them.
+async fn runs_of_every_kind_written(path: &Path) -> (Vec<RunSummary>, Vec<Vec<RunEvent>>) {
+    let log = SqliteLog::open(path, SqliteOptions::default()).unwrap();
+    write_runs_of_every_kind(&log).await;
+    let summaries = log.list_runs(&RunFilter::default()).await.unwrap();
+    let mut logs = Vec::new();
+    for summary in &summaries {
+        logs.push(log.read(&summary.run_id, 0, 100).await.unwrap());
+    }
+    (summaries, logs)
+}
+
 fn stored_arguments(path: &Path) -> Vec<(String, Option<String>)> {
     let conn = rusqlite::Connection::open(path).unwrap();
     let mut stmt = conn
@@ -223,16 +236,7 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
 async fn a_schema_2_log_is_migrated_with_every_summary() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weir.db");
-    let (summaries, logs) = {
-        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-        write_runs_of_every_kind(&log).await;
-        let summaries = log.list_runs(&RunFilter::default()).await.unwrap();
-        let mut logs = Vec::new();
-        for summary in &summaries {
-            logs.push(log.read(&summary.run_id, 0, 100).await.unwrap());
-        }
-        (summaries, logs)
-    };
+    let (summaries, logs) = runs_of_every_kind_written(&path).await;
     runs_back_to_schema_2(&path);
     assert!(
         stored_arguments(&path)
@@ -280,16 +284,7 @@ async fn a_schema_2_log_is_migrated_with_every_summary() {
 async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weir.db");
-    let (summaries, logs) = {
-        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-        write_runs_of_every_kind(&log).await;
-        let summaries = log.list_runs(&RunFilter::default()).await.unwrap();
-        let mut logs = Vec::new();
-        for summary in &summaries {
-            logs.push(log.read(&summary.run_id, 0, 100).await.unwrap());
-        }
-        (summaries, logs)
-    };
+    let (summaries, logs) = runs_of_every_kind_written(&path).await;
     runs_back_to_schema_3(&path);
     assert_eq!(user_version(&path), 3);
 
@@ -331,16 +326,7 @@ async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
 async fn a_schema_4_log_is_migrated_with_runs_that_have_no_parent() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weir.db");
-    let (summaries, logs) = {
-        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-        write_runs_of_every_kind(&log).await;
-        let summaries = log.list_runs(&RunFilter::default()).await.unwrap();
-        let mut logs = Vec::new();
-        for summary in &summaries {
-            logs.push(log.read(&summary.run_id, 0, 100).await.unwrap());
-        }
-        (summaries, logs)
-    };
+    let (summaries, logs) = runs_of_every_kind_written(&path).await;
     runs_back_to_schema_4(&path);
     assert_eq!(user_version(&path), 4);
 
@@ -372,16 +358,7 @@ async fn a_schema_4_log_is_migrated_with_runs_that_have_no_parent() {
 async fn a_schema_5_log_is_migrated_with_runs_that_have_no_resume_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weir.db");
-    let (summaries, logs) = {
-        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-        write_runs_of_every_kind(&log).await;
-        let summaries = log.list_runs(&RunFilter::default()).await.unwrap();
-        let mut logs = Vec::new();
-        for summary in &summaries {
-            logs.push(log.read(&summary.run_id, 0, 100).await.unwrap());
-        }
-        (summaries, logs)
-    };
+    let (summaries, logs) = runs_of_every_kind_written(&path).await;
     runs_back_to_schema_5(&path);
     assert_eq!(user_version(&path), 5);
 
