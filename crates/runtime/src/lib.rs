@@ -67,6 +67,7 @@ mod context;
 mod handle;
 mod input;
 pub mod log;
+mod roots;
 mod scheduler;
 #[cfg(feature = "store-contract")]
 pub mod store_contract;
@@ -76,6 +77,7 @@ pub use caller::{CallError, ChildEnd, ChildRun, RemoteCaller, RemoteServer};
 pub use context::{EmitError, RunContext, now_ms};
 pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
+pub use roots::{Roots, RootsError, open_beneath};
 pub use scheduler::{
     Offer, Peers, RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError,
     recover_interrupted,

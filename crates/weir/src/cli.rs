@@ -234,6 +234,17 @@ pub(crate) struct ServeArgs {
     /// Register the conformance and streaming fixtures (tools, resources, prompts).
     #[arg(long)]
     pub(crate) fixtures: bool,
+    /// A directory callers may name (repeatable; WEIR_ROOTS separates several by `:`): every path a
+    /// tool argument names (a repository to index, an llms.txt source, an agent's working directory)
+    /// must resolve inside one. Default: the directory weir serve starts in.
+    #[arg(
+        long = "root",
+        alias = "codeintel-root",
+        value_name = "DIR",
+        env = "WEIR_ROOTS",
+        value_delimiter = ':'
+    )]
+    pub(crate) roots: Vec<PathBuf>,
     #[cfg(feature = "exec")]
     #[command(flatten)]
     pub(crate) exec: ExecArgs,
@@ -339,9 +350,6 @@ pub(crate) struct CodeIntelArgs {
     /// Do not register the code intelligence tools (index_repo, search_symbols, find_references, get_architecture, explore, understand, prepare_change).
     #[arg(long)]
     pub(crate) no_codeintel: bool,
-    /// Index only repositories inside this directory (repeatable); without it, any directory weir can read.
-    #[arg(long = "codeintel-root", value_name = "DIR")]
-    pub(crate) codeintel_roots: Vec<PathBuf>,
 }
 
 /// `weir index`.

@@ -12,9 +12,21 @@
 
 use std::path::Path;
 
-use weir_runtime::Pack;
+use anyhow::Context as _;
+use weir_runtime::{Pack, Roots};
 
 use crate::cli::ServeArgs;
+
+/// The directories callers may name: `--root` (or `WEIR_ROOTS`), else the
+/// directory weir started in.
+pub(crate) fn roots(args: &ServeArgs) -> anyhow::Result<Roots> {
+    if args.roots.is_empty() {
+        let here = std::env::current_dir()
+            .context("reading the current directory (the default --root)")?;
+        return Roots::new([here]).context("the current directory as the default --root");
+    }
+    Roots::new(&args.roots).context("in --root (or WEIR_ROOTS)")
+}
 
 /// The packs `args` asks for, built (each may probe the machine first).
 /// `data_dir` holds the runs' store: no pack may let a run see it.
@@ -22,6 +34,7 @@ use crate::cli::ServeArgs;
 pub(crate) async fn enabled(
     args: &ServeArgs,
     data_dir: &Path,
+    roots: &Roots,
 ) -> anyhow::Result<Vec<Box<dyn Pack>>> {
     let mut packs: Vec<Box<dyn Pack>> = Vec::new();
     if args.fixtures {
@@ -43,7 +56,7 @@ pub(crate) async fn enabled(
     ))));
     #[cfg(feature = "codeintel")]
     if !args.codeintel.no_codeintel {
-        packs.push(Box::new(codeintel(args, data_dir)));
+        packs.push(Box::new(codeintel(args, data_dir, roots)));
     }
     Ok(packs)
 }
@@ -55,7 +68,11 @@ pub(crate) fn codeintel_dir(data_dir: &Path) -> std::path::PathBuf {
 }
 
 #[cfg(feature = "codeintel")]
-fn codeintel(args: &ServeArgs, data_dir: &Path) -> weir_pack_codeintel::CodeIntelPack {
+fn codeintel(
+    args: &ServeArgs,
+    data_dir: &Path,
+    roots: &Roots,
+) -> weir_pack_codeintel::CodeIntelPack {
     // With --memory nothing goes to the data directory: the indexes (a
     // cache of the repositories) go to the temporary directory instead.
     let dir = if args.memory {
@@ -64,7 +81,7 @@ fn codeintel(args: &ServeArgs, data_dir: &Path) -> weir_pack_codeintel::CodeInte
         codeintel_dir(data_dir)
     };
     let mut config = weir_pack_codeintel::CodeIntelConfig::new(dir);
-    config.roots = args.codeintel.codeintel_roots.clone();
+    config.roots = roots.dirs().to_vec();
     // A page's streamed items count against the result limit: half of it
     // leaves the summary room.
     config.page_bytes = config.page_bytes.min(args.result_limit / 2).max(16 * 1024);
@@ -73,7 +90,6 @@ fn codeintel(args: &ServeArgs, data_dir: &Path) -> weir_pack_codeintel::CodeInte
 
 #[cfg(feature = "llmstxt")]
 fn llmstxt(args: &crate::cli::LlmArgs) -> anyhow::Result<weir_pack_llmstxt::LlmsTxtPack> {
-    use anyhow::Context as _;
     use weir_pack_llmstxt::llm::ChatConfig;
     let model = match (&args.llm_endpoint, &args.llm_model) {
         (Some(endpoint), Some(model)) => Some(ChatConfig {
@@ -92,7 +108,6 @@ async fn exec(
     args: &crate::cli::ExecArgs,
     data_dir: &Path,
 ) -> anyhow::Result<weir_pack_exec::ExecPack> {
-    use anyhow::Context as _;
     weir_pack_exec::ExecPack::detect(weir_pack_exec::ExecConfig {
         sandbox: args.exec_sandbox,
         // The sandbox shows only system directories; should the data
@@ -106,7 +121,6 @@ async fn exec(
 
 #[cfg(feature = "critique")]
 fn critique(args: &crate::cli::CritiqueArgs) -> anyhow::Result<weir_pack_critique::CritiquePack> {
-    use anyhow::Context as _;
     use std::time::Duration;
     let mut env = Vec::new();
     if let Some(home) = &args.critique_home {

@@ -85,7 +85,8 @@ async fn local(
         )
     };
     let mut tools = Vec::new();
-    for pack in packs::enabled(&serve, data_dir).await? {
+    let roots = packs::roots(&serve)?;
+    for pack in packs::enabled(&serve, data_dir, &roots).await? {
         if let Some(warning) = pack.warning() {
             eprintln!("weir: warning: {warning}");
         }

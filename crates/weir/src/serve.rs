@@ -44,7 +44,8 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
         Arc::new(EmptyCatalog)
     };
     let mut tools = Vec::new();
-    for pack in packs::enabled(&args, data_dir).await? {
+    let roots = packs::roots(&args)?;
+    for pack in packs::enabled(&args, data_dir, &roots).await? {
         if let Some(warning) = pack.warning() {
             eprintln!("weir: warning: {warning}");
         }

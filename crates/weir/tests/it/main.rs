@@ -30,3 +30,16 @@ mod nodes;
 mod ownership;
 #[cfg(feature = "plan")]
 mod plan;
+
+// Issue 22: a caller reaches only what the operator granted. One module per
+// surface, each test naming its finding.
+#[cfg(feature = "critique")]
+mod sec_agents;
+#[cfg(feature = "codeintel")]
+mod sec_codeintel;
+mod sec_every_tool;
+#[cfg(feature = "llmstxt")]
+mod sec_llmstxt;
+#[cfg(feature = "plan")]
+mod sec_plan;
+mod sec_scopes;
