@@ -2,6 +2,10 @@
 //! into the same place `weir serve` keeps its indexes, with a progress bar
 //! on a terminal's stderr. Ctrl-C stops it between files (the files done
 //! are kept, so the next run carries on).
+//!
+//! The operator names the repository, so any directory may be indexed
+//! (`weir serve`'s callers name only ones inside its `--root`s); what the
+//! repository holds is still untrusted: see weir-pack-codeintel's docs.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,6 +33,11 @@ pub(crate) async fn run(data_dir: &std::path::Path, args: IndexArgs) -> anyhow::
     let options = IndexOptions {
         threads: args.threads,
         force: args.force,
+        // The operator names the repository here, so git's data may come
+        // from any directory above it (a subdirectory of a work tree has
+        // its history). What the repository itself configures still runs
+        // nothing, and its index.scip still reads nothing outside it.
+        git_boundary: Some(std::path::PathBuf::from("/")),
     };
     let mut worker = tokio::task::spawn_blocking({
         let (cancel, latest, root, db) = (cancel.clone(), latest.clone(), root.clone(), db.clone());
@@ -87,6 +96,9 @@ pub(crate) async fn run(data_dir: &std::path::Path, args: IndexArgs) -> anyhow::
                 );
                 for failed in &report.failed {
                     eprintln!("weir: could not index {failed}");
+                }
+                for warning in &report.warnings {
+                    eprintln!("weir: {warning}");
                 }
                 println!("index: {}", db.display());
             }

@@ -80,8 +80,8 @@ fn codeintel(
     } else {
         codeintel_dir(data_dir)
     };
-    let mut config = weir_pack_codeintel::CodeIntelConfig::new(dir);
-    config.roots = roots.dirs().to_vec();
+    // A caller's repository must resolve inside the roots.
+    let mut config = weir_pack_codeintel::CodeIntelConfig::new(dir, roots.clone());
     // A page's streamed items count against the result limit: half of it
     // leaves the summary room.
     config.page_bytes = config.page_bytes.min(args.result_limit / 2).max(16 * 1024);

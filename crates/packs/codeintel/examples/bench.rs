@@ -61,7 +61,10 @@ async fn main() {
         }
         "refs" => {
             let name = args.get(4).expect(usage);
-            let pack = CodeIntelPack::new(CodeIntelConfig::new(dir));
+            let pack = CodeIntelPack::new(CodeIntelConfig::new(
+                dir,
+                weir_runtime::Roots::new([&root]).unwrap(),
+            ));
             let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
             let scheduler = Scheduler::start(log.clone(), pack.tools(), SchedulerConfig::default())
                 .await
@@ -127,7 +130,10 @@ async fn main() {
             // explore PATH, understand NAME, prepare_change NAME: each once,
             // on an existing index, timed to its first chunk and its end.
             let (name, path) = (args.get(4).expect(usage), args.get(5).expect(usage));
-            let pack = CodeIntelPack::new(CodeIntelConfig::new(dir));
+            let pack = CodeIntelPack::new(CodeIntelConfig::new(
+                dir,
+                weir_runtime::Roots::new([&root]).unwrap(),
+            ));
             let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
             let scheduler = Scheduler::start(log.clone(), pack.tools(), SchedulerConfig::default())
                 .await

@@ -1,6 +1,6 @@
 //! What git's history says about a repository's files: how often each
 //! changed (churn) and which change together (co-change), from the last
-//! commits only, read with the `git` command.
+//! commits only, read with the `git` command (safely: see `git.rs`).
 //!
 //! Churn and co-change are what `prepare_change` weighs a change's risk
 //! with and names the files a change usually drags along; `explore` and
@@ -8,7 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
+
+use crate::git::{self, GitDir};
 
 /// Commits read at most: recent history is what predicts the next change,
 /// and `git log` of a long history would dominate the index run.
@@ -36,30 +37,12 @@ pub(crate) struct History {
     pub(crate) cochange: BTreeMap<(String, String), u64>,
 }
 
-/// The last `max_commits` commits of the work tree at `root` (paths
-/// relative to `root`, files outside it left out), or `None` when `root`
-/// is not in a git work tree or git is missing.
-pub(crate) fn read(root: &Path, max_commits: usize) -> Option<History> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args([
-            "-c",
-            "core.quotepath=off",
-            "log",
-            "--relative",
-            "--no-renames",
-        ])
-        .arg(format!("--max-count={max_commits}"))
-        .args(["--name-only", "--format=%x1e%ct"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    Some(parse(&String::from_utf8_lossy(&output.stdout)))
+/// The last `max_commits` commits of the repository `git` (paths relative
+/// to `root`, files outside it left out), or `None` when git fails or is
+/// missing. git runs as [`crate::git`] runs it: nothing of the
+/// repository's configuration gets to run.
+pub(crate) fn read(git: &GitDir, root: &Path, max_commits: usize) -> Option<History> {
+    git::log_names(git, root, max_commits).map(|log| parse(&log))
 }
 
 /// Parses `git log --name-only --format=%x1e%ct`: a record separator and

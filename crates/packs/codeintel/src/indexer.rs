@@ -19,8 +19,11 @@ use sha2::{Digest, Sha256};
 use tree_sitter_tags::TagsContext;
 
 use crate::extract::{ExtractError, Extracted, extract};
+use crate::git::{self, GitDir};
+use crate::gitindex;
 use crate::history::{self, History};
 use crate::language::Language;
+use crate::repo;
 use crate::scip;
 use crate::store::{FileRow, KnownFile, Store, StoreError};
 
@@ -38,6 +41,12 @@ pub struct IndexOptions {
     pub threads: usize,
     /// Re-parse every file, changed or not.
     pub force: bool,
+    /// The highest directory git's data may be read from: the `.git` is
+    /// looked for from the repository up to it, and one found above it, or
+    /// named by a `.git` file or `commondir` outside it, is not read (the
+    /// report says so). For a caller, the operator's root the repository
+    /// is in; `None`: the repository itself.
+    pub git_boundary: Option<PathBuf>,
 }
 
 /// Where an index run stands, as it goes.
@@ -87,6 +96,10 @@ pub struct IndexReport {
     pub scip_occurrences: u64,
     /// Commits of git history read for churn and co-change (0 outside git).
     pub git_commits: u64,
+    /// What was left out, and why: `index.scip` documents naming files
+    /// outside the repository, a git directory outside the boundary, a git
+    /// index that could not be read.
+    pub warnings: Vec<String>,
 }
 
 /// Why an index run stopped.
@@ -116,7 +129,6 @@ pub enum IndexError {
 /// A source file found by the walk.
 struct Found {
     relative: String,
-    absolute: PathBuf,
     language: Language,
     mtime_ns: i64,
     size: i64,
@@ -222,7 +234,7 @@ pub fn index_repository(
                         .expect("job lock")
                         .take()
                         .expect("taken once");
-                    let parsed = parse(&mut context, file, known, force, cancel);
+                    let parsed = parse(&mut context, root, file, known, force, cancel);
                     if sender.send(parsed).is_err() {
                         break;
                     }
@@ -251,8 +263,17 @@ pub fn index_repository(
     }
     known.clear();
     ingest_scip(&store, root, options.force, &mut report)?;
-    summarize(&store, root, &mut report)?;
-    ingest_history(&store, root, options.force, &mut report)?;
+    let boundary = options.git_boundary.as_deref().unwrap_or(root);
+    let git = match git::discover(root, boundary) {
+        git::Found::Dir(dir) => Some(dir),
+        git::Found::Outside(warning) => {
+            report.warnings.push(warning);
+            None
+        }
+        git::Found::None => None,
+    };
+    summarize(&store, root, git.as_ref(), &mut report)?;
+    ingest_history(&store, root, git.as_ref(), options.force, &mut report)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -332,12 +353,15 @@ fn write_all(
 /// One file, on a parser thread.
 fn parse(
     context: &mut TagsContext,
+    root: &Path,
     file: Found,
     known: &HashMap<String, KnownFile>,
     force: bool,
     cancel: &AtomicUsize,
 ) -> Parsed {
-    let source = match std::fs::read(&file.absolute) {
+    // The walk saw a regular file; opened beneath the root all the same,
+    // in case it became a symlink out since.
+    let source = match repo::read_beneath(root, &file.relative, MAX_FILE_BYTES) {
         Ok(source) => source,
         Err(error) => {
             return Parsed::Failed {
@@ -413,7 +437,6 @@ fn walk(root: &Path, report: &mut IndexReport, cancel: &AtomicUsize) -> Result<V
             .map_or(0, |d| d.as_nanos() as i64);
         found.push(Found {
             relative: relative.replace(std::path::MAIN_SEPARATOR, "/"),
-            absolute: entry.path().to_owned(),
             language,
             mtime_ns,
             size: metadata.len() as i64,
@@ -424,6 +447,25 @@ fn walk(root: &Path, report: &mut IndexReport, cancel: &AtomicUsize) -> Result<V
     }
     found.sort_by(|a, b| a.relative.cmp(&b.relative));
     Ok(found)
+}
+
+/// Whether the work tree of `git` differs from its HEAD (whose id is
+/// `head_len` hex digits long): staged changes (git, reading objects only),
+/// or tracked files that differ from git's index (read here, so no
+/// fsmonitor, hook or filter of the repository's runs). When that cannot
+/// be told, dirty, with a warning.
+fn dirty(git: &GitDir, head_len: usize, warnings: &mut Vec<String>) -> bool {
+    if git::staged_changes(git).unwrap_or(false) {
+        return true;
+    }
+    let oid_len = if head_len == 64 { 32 } else { 20 };
+    match gitindex::work_tree_changed(&git.work_tree, &git.git_dir, oid_len) {
+        Ok(changed) => changed,
+        Err(why) => {
+            warnings.push(format!("{why}: the work tree is taken to be dirty"));
+            true
+        }
+    }
 }
 
 /// Whether a path looks like a test by the conventions of its language.
@@ -459,7 +501,7 @@ fn ingest_scip(
     report: &mut IndexReport,
 ) -> Result<(), StoreError> {
     let path = root.join(scip::FILE_NAME);
-    let stamp = std::fs::metadata(&path).ok().map(|m| {
+    let stamp = std::fs::symlink_metadata(&path).ok().map(|m| {
         let mtime = m
             .modified()
             .ok()
@@ -470,7 +512,7 @@ fn ingest_scip(
     let known = store.meta("scip_stamp").filter(|s| !s.is_empty());
     if force || stamp != known {
         let index = match &stamp {
-            Some(_) => match scip::read(&path, root) {
+            Some(_) => match scip::read(scip::FILE_NAME, root) {
                 Ok(index) => Some(index),
                 Err(error) => {
                     report.failed.push(error.to_string());
@@ -486,6 +528,10 @@ fn ingest_scip(
         store.replace_scip(index.as_ref())?;
         let stamp = if index.is_some() { stamp } else { None };
         store.set_meta("scip_stamp", stamp.as_deref().unwrap_or(""))?;
+        // Kept, so every later run (which reads the file only when it
+        // changed) still reports what was dropped.
+        let dropped = index.as_ref().map(|i| i.dropped.join("\n"));
+        store.set_meta("scip_dropped", dropped.as_deref().unwrap_or(""))?;
         store
             .conn
             .execute_batch("COMMIT")
@@ -499,6 +545,18 @@ fn ingest_scip(
             .map_err(|e| store.error(e))
     };
     report.scip_documents = count("SELECT COUNT(*) FROM scip_documents")?;
+    let dropped = store.meta("scip_dropped").unwrap_or_default();
+    let dropped: Vec<&str> = dropped.lines().filter(|l| !l.is_empty()).collect();
+    const SHOWN: usize = 20;
+    report
+        .warnings
+        .extend(dropped.iter().take(SHOWN).map(|l| (*l).to_owned()));
+    if dropped.len() > SHOWN {
+        report.warnings.push(format!(
+            "index.scip: {} more documents dropped",
+            dropped.len() - SHOWN
+        ));
+    }
     report.scip_occurrences = count("SELECT COUNT(*) FROM scip_occurrences")?;
     Ok(())
 }
@@ -508,15 +566,15 @@ fn ingest_scip(
 fn ingest_history(
     store: &Store,
     root: &Path,
+    git: Option<&GitDir>,
     force: bool,
     report: &mut IndexReport,
 ) -> Result<(), StoreError> {
     let head = report.git_head.clone().unwrap_or_default();
     if force || store.meta("history_head").unwrap_or_default() != head {
-        let history = if head.is_empty() {
-            History::default()
-        } else {
-            history::read(root, history::MAX_COMMITS).unwrap_or_default()
+        let history = match git.filter(|_| !head.is_empty()) {
+            Some(git) => history::read(git, root, history::MAX_COMMITS).unwrap_or_default(),
+            None => History::default(),
         };
         store
             .conn
@@ -538,7 +596,12 @@ fn ingest_history(
 }
 
 /// Counts, the state id and git's view, into the report and the index.
-fn summarize(store: &Store, root: &Path, report: &mut IndexReport) -> Result<(), StoreError> {
+fn summarize(
+    store: &Store,
+    root: &Path,
+    git: Option<&GitDir>,
+    report: &mut IndexReport,
+) -> Result<(), StoreError> {
     let conn = &store.conn;
     let fail = |e| store.error(e);
     let count = |sql: &str| {
@@ -573,20 +636,10 @@ fn summarize(store: &Store, root: &Path, report: &mut IndexReport) -> Result<(),
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(root)
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-            .filter(|out| out.status.success())
-            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    };
-    report.git_head = git(&["rev-parse", "HEAD"]);
-    report.dirty = report.git_head.is_some()
-        && git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    report.git_head = git.and_then(git::head);
+    if let (Some(git), Some(head)) = (git, &report.git_head) {
+        report.dirty = dirty(git, head.len(), &mut report.warnings);
+    }
     store.set_meta("root", &root.display().to_string())?;
     store.set_meta("state_id", &report.state_id)?;
     store.set_meta("indexed_at_ms", &weir_runtime::now_ms().to_string())?;

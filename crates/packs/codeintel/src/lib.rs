@@ -32,6 +32,18 @@
 //! say for [`CodeIntelConfig::heartbeat`] (15 s) reports a heartbeat, so
 //! proxies that drop quiet streams keep it.
 //!
+//! **What a repository can and cannot do.** A caller names repositories
+//! only inside the operator's roots ([`CodeIntelConfig::roots`], `weir
+//! serve --root`); `weir index PATH` is the operator and may name any. A
+//! repository is hostile data: nothing it configures runs (no `git status`;
+//! the git that remains runs with every program-valued setting overridden,
+//! see `git.rs`), no file outside it is read (symlinks are not walked,
+//! `index.scip` documents outside it are dropped with a warning in the
+//! report, and every file read later is opened with
+//! [`weir_runtime::open_beneath`], so one swapped for a symlink after
+//! indexing is not followed out), and git data is read only from a git
+//! directory inside the boundary the repository was named in.
+//!
 //! **The answers.** Each query runs on a blocking thread and streams: `meta`
 //! (the total when known, the backends, the completeness), then
 //! `partial` chunks of at most 50 items and 16 KB, grouped by file (or by
@@ -67,6 +79,11 @@
 
 mod answer;
 mod extract;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+mod git;
+mod gitindex;
 mod history;
 mod indexer;
 mod language;
@@ -82,7 +99,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weir_runtime::{Pack, Tool};
+use weir_runtime::{Pack, Roots, Tool};
 
 pub use indexer::{IndexError, IndexOptions, IndexProgress, IndexReport, index_repository};
 pub use repo::index_file;
@@ -93,9 +110,9 @@ pub use store::StoreError;
 pub struct CodeIntelConfig {
     /// Where the indexes live: one SQLite file per repository.
     pub index_dir: PathBuf,
-    /// Directories whose repositories may be indexed; empty allows any
-    /// directory the server can read.
-    pub roots: Vec<PathBuf>,
+    /// The directories a caller's `repo`/`path` must resolve inside (the
+    /// operator's `--root`s); relative paths start at the first.
+    pub roots: Roots,
     /// Most items one call streams; the rest is paged with the cursor.
     pub page_items: u64,
     /// Most bytes of items one call streams: keep it well under the
@@ -110,11 +127,12 @@ pub struct CodeIntelConfig {
 }
 
 impl CodeIntelConfig {
-    /// The defaults, with indexes under `index_dir`.
-    pub fn new(index_dir: impl Into<PathBuf>) -> CodeIntelConfig {
+    /// The defaults, with indexes under `index_dir`, for repositories
+    /// inside `roots`.
+    pub fn new(index_dir: impl Into<PathBuf>, roots: Roots) -> CodeIntelConfig {
         CodeIntelConfig {
             index_dir: index_dir.into(),
-            roots: Vec::new(),
+            roots,
             page_items: 2_000,
             page_bytes: 256 * 1024,
             threads: 0,

@@ -14,6 +14,8 @@ use std::path::Path;
 use protobuf::Message;
 use scip::types::{Index, Occurrence, PositionEncoding, occurrence::Typed_range};
 
+use crate::repo;
+
 /// The file name looked for at a repository's root.
 pub(crate) const FILE_NAME: &str = "index.scip";
 
@@ -56,6 +58,10 @@ pub(crate) struct ScipOccurrence {
 pub(crate) struct ScipIndex {
     /// The documents (relative paths) the index covers.
     pub(crate) documents: Vec<String>,
+    /// Documents left out because they name a file outside the repository
+    /// (`../x`, an absolute path, a symlink out), each with why: never
+    /// read, never stored.
+    pub(crate) dropped: Vec<String>,
     pub(crate) symbols: Vec<ScipSymbol>,
     pub(crate) occurrences: Vec<ScipOccurrence>,
 }
@@ -78,16 +84,29 @@ pub(crate) enum ScipError {
 /// Reads the SCIP index at `path`; `root` is the repository, whose files
 /// give the names of local symbols and, for indexers that count UTF-16 or
 /// UTF-32 units, the byte columns.
-pub(crate) fn read(path: &Path, root: &Path) -> Result<ScipIndex, ScipError> {
-    let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| ScipError::Read {
-        path: name.clone(),
+///
+/// `path` is the file inside `root`; it is opened without following a
+/// symlink out of `root` (an `index.scip` linked to another repository's
+/// is not read).
+pub(crate) fn read(path: &str, root: &Path) -> Result<ScipIndex, ScipError> {
+    let bytes =
+        repo::read_beneath(root, path, MAX_INDEX_BYTES).map_err(|source| ScipError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+    decode(&bytes, root).map_err(|source| ScipError::Decode {
+        path: path.to_owned(),
         source,
-    })?;
-    let index = Index::parse_from_bytes(&bytes)
-        .map_err(|source| ScipError::Decode { path: name, source })?;
-    Ok(convert(index, root))
+    })
 }
+
+/// An `index.scip`'s bytes, decoded and converted; `root` as for [`read`].
+pub(crate) fn decode(bytes: &[u8], root: &Path) -> Result<ScipIndex, protobuf::Error> {
+    Ok(convert(Index::parse_from_bytes(bytes)?, root))
+}
+
+/// The largest `index.scip` read (a big monorepo's is a few hundred MB).
+const MAX_INDEX_BYTES: u64 = 2 << 30;
 
 fn convert(index: Index, root: &Path) -> ScipIndex {
     let mut out = ScipIndex::default();
@@ -107,6 +126,12 @@ fn convert(index: Index, root: &Path) -> ScipIndex {
     };
     for document in index.documents {
         let path = document.relative_path.replace('\\', "/");
+        if let Some(why) = repo::outside_reason(root, &path) {
+            out.dropped.push(format!(
+                "index.scip: the document {path:?} was dropped, never read: {why}"
+            ));
+            continue;
+        }
         let units = match document.position_encoding.enum_value() {
             Ok(PositionEncoding::UTF16CodeUnitOffsetFromLineStart) => Units::Utf16,
             Ok(PositionEncoding::UTF32CodeUnitOffsetFromLineStart) => Units::Utf32,
@@ -120,7 +145,7 @@ fn convert(index: Index, root: &Path) -> ScipIndex {
         let mut line_of = |n: u32| -> Option<String> {
             lines
                 .get_or_insert_with(|| {
-                    std::fs::read(root.join(&path))
+                    repo::read_beneath(root, &path, repo::MAX_READ_BYTES)
                         .map(|s| {
                             String::from_utf8_lossy(&s)
                                 .split('\n')

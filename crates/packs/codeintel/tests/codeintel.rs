@@ -89,7 +89,9 @@ impl Fixture {
         repo: PathBuf,
         configure: impl FnOnce(&mut CodeIntelConfig),
     ) -> Fixture {
-        let mut config = CodeIntelConfig::new(dir.path().join("indexes"));
+        // The scratch directory is the one root: the repository is in it.
+        let roots = weir_runtime::Roots::new([dir.path()]).unwrap();
+        let mut config = CodeIntelConfig::new(dir.path().join("indexes"), roots);
         config.threads = 2;
         configure(&mut config);
         let pack = CodeIntelPack::new(config);
@@ -499,7 +501,19 @@ async fn bad_arguments_get_clear_errors() {
         (
             "index_repo",
             json!({"path": "/nonexistent/repo"}),
-            "cannot open the repository \"/nonexistent/repo\"",
+            "cannot open \"/nonexistent/repo\"",
+        ),
+        // Outside the roots (the fixture's scratch directory): refused,
+        // naming the roots and how the operator adds one.
+        (
+            "index_repo",
+            json!({"path": "/"}),
+            "`weir serve --root DIR`",
+        ),
+        (
+            "search_symbols",
+            json!({"repo": "..", "query": "x"}),
+            "is outside the directories this server lets callers name",
         ),
         ("index_repo", json!({"path": file}), "is not a directory"),
         (

@@ -60,9 +60,12 @@ impl Repo {
     /// `weir call` of `tool` on a `weir serve --stdio` of this data
     /// directory, as JSON lines.
     fn call(&self, tool: &str, args: Value) -> (Option<i32>, Vec<Value>) {
+        // The scratch directory is the server's one root: callers may
+        // name the repository in it.
         let server = format!(
-            "{WEIR} --data-dir {} serve --stdio --no-exec --no-critique",
-            self.data_dir()
+            "{WEIR} --data-dir {} serve --stdio --no-exec --no-critique --root {}",
+            self.data_dir(),
+            self.dir.path().display()
         );
         let output = self.weir(&[
             "call",
@@ -236,8 +239,9 @@ fn a_call_that_runs_out_of_time_is_cancelled_on_the_server() {
     }
     let started = Instant::now();
     let server = format!(
-        "{WEIR} --data-dir {} serve --stdio --no-exec --no-critique",
-        repo.data_dir()
+        "{WEIR} --data-dir {} serve --stdio --no-exec --no-critique --root {}",
+        repo.data_dir(),
+        repo.dir.path().display()
     );
     let output = repo.weir(&[
         "call",

@@ -26,6 +26,7 @@ use weir_core::{FailureCode, Meta, RunError};
 use crate::answer::{Sink, Stopped, paging};
 use crate::indexer::is_test_path;
 use crate::query::{IndexState, SYMBOL_COLUMNS, SymbolRow, location};
+use crate::repo;
 use crate::scip::{ROLE_DEFINITION, ROLE_IMPORT, ROLE_WRITE};
 use crate::store::Store;
 
@@ -253,7 +254,7 @@ pub(crate) fn scip_hits(store: &Store, targets: &[ScipTarget]) -> Result<Vec<Sci
 
 /// A file's lines, for `context`.
 pub(crate) fn source_lines(root: &Path, path: &str) -> Vec<String> {
-    std::fs::read(root.join(path))
+    repo::read_beneath(root, path, repo::MAX_READ_BYTES)
         .map(|s| {
             String::from_utf8_lossy(&s)
                 .split('\n')
@@ -479,7 +480,7 @@ pub(crate) fn find_references(
             })
             .collect();
         if query.text {
-            match std::fs::read(root.join(path)) {
+            match repo::read_beneath(root, path, repo::MAX_READ_BYTES) {
                 Ok(source) => {
                     let known: BTreeSet<(u32, u32)> = tagged
                         .iter()

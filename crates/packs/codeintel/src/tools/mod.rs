@@ -78,6 +78,9 @@ async fn index(
     let options = IndexOptions {
         threads: shared.config.threads,
         force,
+        // git's data is read only from inside the root the caller's
+        // repository is in.
+        git_boundary: shared.config.roots.root_of(root).map(Path::to_owned),
     };
     let root_owned = root.to_owned();
     let mut worker = tokio::task::spawn_blocking(move || {
