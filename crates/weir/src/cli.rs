@@ -341,6 +341,38 @@ pub(crate) struct LlmArgs {
         value_name = "KEY"
     )]
     pub(crate) llm_api_key: Option<String>,
+    /// Most seconds one answer of the model may take in all, retries included; past it the call
+    /// ends and llmstxt_generate uses the repository's own text. Each answer is also bounded in
+    /// size: 1 MiB a line, 8 MiB a body, 64 KiB of an error body, about max_tokens tokens.
+    #[arg(
+        long,
+        env = "WEIR_LLM_TIMEOUT",
+        value_name = "SECS",
+        default_value_t = 120,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub(crate) llm_timeout: u64,
+    /// Most seconds between two pieces of the model's answer.
+    #[arg(
+        long,
+        env = "WEIR_LLM_IDLE_TIMEOUT",
+        value_name = "SECS",
+        default_value_t = 30,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub(crate) llm_idle_timeout: u64,
+    /// A host whose https:// git URLs llmstxt_generate may clone (repeatable; exact DNS name,
+    /// e.g. github.com). Without it no URL is cloned: sources are directories inside --root.
+    /// Only https on port 443, no user info, never file://, ssh, git://, http://, an IP address
+    /// or localhost; git runs with no system or user config, no hooks, no redirects, no
+    /// submodules, within 300 s and 512 MiB.
+    #[arg(
+        long = "llmstxt-clone-host",
+        env = "WEIR_LLMSTXT_CLONE_HOSTS",
+        value_name = "HOST",
+        value_delimiter = ','
+    )]
+    pub(crate) llmstxt_clone_hosts: Vec<String>,
 }
 
 /// `weir serve`'s options for the code intelligence pack.

@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | `exec` | `weir-pack-exec` | `execute_code`, `validate_code`, `list_languages` | `--no-exec`, `--exec-sandbox` |
 //! | `critique` | `weir-pack-critique` | `roast`, `roast_codebase`, `roast_architecture`, `roast_security`, `roast_idea`, `agent_run`, `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl` |
-//! | `llmstxt` | `weir-pack-llmstxt` | `llmstxt_generate`, `llmstxt_validate` | `--llm-endpoint`, `--llm-model`, `--llm-api-key` |
+//! | `llmstxt` | `weir-pack-llmstxt` | `llmstxt_generate`, `llmstxt_validate` | `--llm-endpoint`, `--llm-model`, `--llm-api-key`, `--llm-timeout`, `--llm-idle-timeout`, `--llmstxt-clone-host`, `--root` |
 //! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach other servers through weir's client | — |
 //! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--codeintel-root` |
 //! | (always) | `weir-fixtures`, with `--fixtures` only | the conformance suite's tools and `stream` | `--fixtures` |
@@ -49,7 +49,7 @@ pub(crate) async fn enabled(
         packs.push(Box::new(critique(&args.critique)?));
     }
     #[cfg(feature = "llmstxt")]
-    packs.push(Box::new(llmstxt(&args.llm)?));
+    packs.push(Box::new(llmstxt(&args.llm, roots)?));
     #[cfg(feature = "plan")]
     packs.push(Box::new(weir_pack_plan::PlanPack::new(Some(
         std::sync::Arc::new(crate::remote_caller::ClientCaller),
@@ -89,18 +89,35 @@ fn codeintel(
 }
 
 #[cfg(feature = "llmstxt")]
-fn llmstxt(args: &crate::cli::LlmArgs) -> anyhow::Result<weir_pack_llmstxt::LlmsTxtPack> {
+fn llmstxt(
+    args: &crate::cli::LlmArgs,
+    roots: &Roots,
+) -> anyhow::Result<weir_pack_llmstxt::LlmsTxtPack> {
+    use std::time::Duration;
     use weir_pack_llmstxt::llm::ChatConfig;
+    use weir_pack_llmstxt::{CloneConfig, LlmsTxtConfig};
     let model = match (&args.llm_endpoint, &args.llm_model) {
-        (Some(endpoint), Some(model)) => Some(ChatConfig {
-            api_key: args.llm_api_key.clone(),
-            ..ChatConfig::new(endpoint, model)
-        }),
+        (Some(endpoint), Some(model)) => {
+            let total = Duration::from_secs(args.llm_timeout);
+            let defaults = ChatConfig::new(endpoint, model);
+            Some(ChatConfig {
+                api_key: args.llm_api_key.clone(),
+                total_timeout: total,
+                idle_timeout: Duration::from_secs(args.llm_idle_timeout),
+                first_token_timeout: defaults.first_token_timeout.min(total),
+                ..defaults
+            })
+        }
         (Some(_), None) => anyhow::bail!("--llm-endpoint needs --llm-model (or WEIR_LLM_MODEL)"),
         _ => None,
     };
-    weir_pack_llmstxt::LlmsTxtPack::new(model)
-        .context("starting the llms.txt tools (check --llm-endpoint)")
+    let clone = CloneConfig::default().allow_hosts(&args.llmstxt_clone_hosts)?;
+    weir_pack_llmstxt::LlmsTxtPack::new(LlmsTxtConfig {
+        model,
+        roots: roots.clone(),
+        clone,
+    })
+    .context("starting the llms.txt tools (check --llm-endpoint)")
 }
 
 #[cfg(feature = "exec")]

@@ -3,10 +3,16 @@
 //! changelog), read as git sees the tree (`.gitignore`, `.ignore`, hidden
 //! files left out), ranked, and capped in count and bytes. Blocking IO:
 //! call it from a blocking task.
+//!
+//! Nothing outside the tree is read: the walk does not follow symlinks
+//! (a symlinked file or directory is left out), and each file is opened
+//! with [`open_beneath`], so a path swapped for a symlink after the walk
+//! cannot lead out of the tree either.
 
 use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
+use weir_runtime::open_beneath;
 
 /// How much to take.
 #[derive(Clone, Copy, Debug)]
@@ -181,7 +187,9 @@ pub(crate) fn gather(root: &Path, limits: Limits) -> Result<Gathered, GatherErro
     let walk = WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
-        .git_exclude(true)
+        // `.git/info/exclude` may sit elsewhere (a `.git` file names its
+        // directory): only the tree's own ignore files are read.
+        .git_exclude(false)
         .git_global(false)
         .require_git(false)
         .follow_links(false)
@@ -221,11 +229,17 @@ pub(crate) fn gather(root: &Path, limits: Limits) -> Result<Gathered, GatherErro
             continue;
         }
         let budget = limits.max_file_bytes.min(limits.max_total_bytes - total);
-        let full = root.join(&path);
-        let read = read_start(&full, budget).map_err(|source| GatherError::Unreadable {
-            path: full.clone(),
-            source,
-        })?;
+        let read = match read_start(root, &path, budget) {
+            Ok(read) => read,
+            // Left the tree since the walk (a swapped symlink): skipped.
+            Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => continue,
+            Err(source) => {
+                return Err(GatherError::Unreadable {
+                    path: root.join(&path),
+                    source,
+                });
+            }
+        };
         let Some(data) = read else {
             // Binary: nothing to describe.
             continue;
@@ -248,12 +262,12 @@ pub(crate) fn gather(root: &Path, limits: Limits) -> Result<Gathered, GatherErro
     })
 }
 
-/// The first `budget` bytes of a file, cut back to a character boundary;
-/// `None` when it looks binary (a NUL byte).
-fn read_start(path: &Path, budget: usize) -> std::io::Result<Option<Vec<u8>>> {
+/// The first `budget` bytes of the file `relative` beneath `root`, cut
+/// back to a character boundary; `None` when it looks binary (a NUL byte).
+fn read_start(root: &Path, relative: &str, budget: usize) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::Read as _;
     let mut data = Vec::new();
-    std::fs::File::open(path)?
+    open_beneath(root, Path::new(relative))?
         .take(budget as u64)
         .read_to_end(&mut data)?;
     if data.contains(&0) {

@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use weir_core::{Completed, Content, FailureCode, Meta, Milestone, Partial, RunError, Warning};
-use weir_runtime::RunContext;
+use weir_runtime::{Roots, RunContext};
 
 use crate::args::Generate;
 use crate::formats::{self, Documents};
 use crate::gather::{self, File};
 use crate::llm::{ChatClient, ChatRequest, LlmError, Message};
 use crate::project;
-use crate::source;
+use crate::source::{self, CloneConfig};
 use crate::spec::{self, Link, LlmsTxt, Section};
 
 /// The group of the model's streamed tokens.
@@ -174,13 +174,21 @@ fn note_request(name: &str, file: &File) -> ChatRequest {
 /// Runs one generation.
 pub(crate) async fn run(
     client: Option<&ChatClient>,
+    roots: &Roots,
+    clone: &CloneConfig,
     ctx: &RunContext,
     call: Generate,
 ) -> Result<Completed, RunError> {
     let tool_error = |message: String| RunError::new(FailureCode::ToolError, message);
-    let checkout = source::open(&call.source)
+    let checkout = source::open(&call.source, roots, clone)
         .await
-        .map_err(|error| tool_error(error.to_string()))?;
+        .map_err(|error| match error {
+            source::SourceError::Roots(error) => RunError::from(error),
+            source::SourceError::NotAllowed { .. } => {
+                RunError::new(FailureCode::InvalidArguments, error.to_string())
+            }
+            error => tool_error(error.to_string()),
+        })?;
     let root = checkout.root.clone();
     let limits = call.limits;
     let gathered = tokio::task::spawn_blocking(move || gather::gather(&root, limits))
@@ -261,7 +269,8 @@ pub(crate) async fn run(
     .map_err(stopped)?;
 
     // Turns a failed call into a warning; stops using the model once its
-    // breaker refuses.
+    // breaker refuses, or once it broke one of the client's bounds (a
+    // server that streamed too long or too much is not asked again).
     async fn failed(
         ctx: &RunContext,
         usage: &mut ModelUse,
@@ -277,7 +286,7 @@ pub(crate) async fn run(
                 ""
             }
         );
-        if matches!(error, LlmError::BreakerOpen { .. }) {
+        if matches!(error, LlmError::BreakerOpen { .. }) || error.is_bound() {
             usage.unused.get_or_insert_with(|| error.to_string());
         }
         usage.failures.push(message.clone());

@@ -15,9 +15,12 @@
 //!
 //! **A run of `llmstxt_generate`:**
 //!
-//! 1. *Source:* a directory on the server's machine, or a git URL cloned
-//!    with `git clone --depth 1` into a directory of the run's own
-//!    (removed with the run, cancel included).
+//! 1. *Source:* a directory inside one of the server's roots
+//!    ([`weir_runtime::Roots`]; files read beneath it, never through a
+//!    symlink out of it), or — only for hosts the operator allows
+//!    ([`CloneConfig`]) — an `https://` URL cloned with `git clone --depth
+//!    1` under a fixed safe configuration into a directory of the run's
+//!    own (removed with the run, cancel included).
 //! 2. *Gathered* (milestone): README, docs, manifests, examples, and the
 //!    license/changelog kind (the `Optional` section), as git sees the tree
 //!    (`.gitignore`, hidden files out), ranked, capped in files and bytes.
@@ -47,6 +50,9 @@
 
 mod args;
 mod formats;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod gather;
 mod generate;
 pub mod llm;
@@ -57,21 +63,55 @@ mod tools;
 
 use std::sync::Arc;
 
-use weir_runtime::{Pack, Tool};
+use weir_runtime::{Pack, Roots, Tool};
 
+pub use source::{CloneConfig, CloneHostError};
 pub use spec::{Finding, Link, LlmsTxt, OPTIONAL, Section, Validation, validate};
+
+/// What the operator configured: the model, where sources may be, and
+/// which URLs may be cloned.
+#[derive(Clone, Debug)]
+pub struct LlmsTxtConfig {
+    /// The model, or `None` for the fallback only.
+    pub model: Option<llm::ChatConfig>,
+    /// The directories a source (and a file to validate) must lie in.
+    pub roots: Roots,
+    /// Which URLs may be cloned (by default none).
+    pub clone: CloneConfig,
+}
+
+impl LlmsTxtConfig {
+    /// No model, sources inside `roots`, no clones.
+    pub fn new(roots: Roots) -> LlmsTxtConfig {
+        LlmsTxtConfig {
+            model: None,
+            roots,
+            clone: CloneConfig::default(),
+        }
+    }
+}
 
 /// The pack: its tools share one model client (and so one breaker).
 pub struct LlmsTxtPack {
     client: Option<Arc<llm::ChatClient>>,
+    roots: Roots,
+    clone: Arc<CloneConfig>,
 }
 
 impl LlmsTxtPack {
-    /// The pack, with a model where `model` says where one is, else the
-    /// fallback only. Fails on an endpoint URL it cannot call.
-    pub fn new(model: Option<llm::ChatConfig>) -> Result<LlmsTxtPack, llm::LlmError> {
-        let client = model.map(llm::ChatClient::new).transpose()?.map(Arc::new);
-        Ok(LlmsTxtPack { client })
+    /// The pack, with a model where `config.model` says where one is, else
+    /// the fallback only. Fails on an endpoint URL it cannot call.
+    pub fn new(config: LlmsTxtConfig) -> Result<LlmsTxtPack, llm::LlmError> {
+        let client = config
+            .model
+            .map(llm::ChatClient::new)
+            .transpose()?
+            .map(Arc::new);
+        Ok(LlmsTxtPack {
+            client,
+            roots: config.roots,
+            clone: Arc::new(config.clone),
+        })
     }
 }
 
@@ -82,8 +122,14 @@ impl Pack for LlmsTxtPack {
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         vec![
-            Arc::new(tools::GenerateTool(self.client.clone())),
-            Arc::new(tools::ValidateTool),
+            Arc::new(tools::GenerateTool {
+                client: self.client.clone(),
+                roots: self.roots.clone(),
+                clone: self.clone.clone(),
+            }),
+            Arc::new(tools::ValidateTool {
+                roots: self.roots.clone(),
+            }),
         ]
     }
 }

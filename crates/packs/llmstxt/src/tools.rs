@@ -5,17 +5,24 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, Content, FailureCode, RunError};
-use weir_runtime::{RunContext, Tool, ToolInfo};
+use weir_runtime::{Roots, RunContext, Tool, ToolInfo, open_beneath};
 
 use crate::args::{self, Format, Subject};
 use crate::llm::ChatClient;
+use crate::source::CloneConfig;
 use crate::spec::{self, Finding};
 use crate::{formats, generate};
 
 /// `llmstxt_generate`.
-pub(crate) struct GenerateTool(pub(crate) Option<Arc<ChatClient>>);
+pub(crate) struct GenerateTool {
+    pub(crate) client: Option<Arc<ChatClient>>,
+    pub(crate) roots: Roots,
+    pub(crate) clone: Arc<CloneConfig>,
+}
 /// `llmstxt_validate`.
-pub(crate) struct ValidateTool;
+pub(crate) struct ValidateTool {
+    pub(crate) roots: Roots,
+}
 
 fn findings_schema() -> Value {
     json!({"type": "array", "items": {"type": "object", "properties": {
@@ -27,7 +34,13 @@ fn findings_schema() -> Value {
 #[async_trait]
 impl Tool for GenerateTool {
     fn info(&self) -> ToolInfo {
-        let model = match &self.0 {
+        let roots = self.roots.describe();
+        let hosts = if self.clone.hosts.is_empty() {
+            "none on this server".to_owned()
+        } else {
+            self.clone.hosts.join(", ")
+        };
+        let model = match &self.client {
             Some(client) => format!(
                 "The summary and each link's note come from the model {} at {}, one small prompt each, its tokens streamed as partial results (group \"model\") as they arrive; where it does not answer (no endpoint, its circuit breaker open, an answer that broke off) the repository's own text is used and the result says so.",
                 client.config().model,
@@ -38,7 +51,7 @@ impl Tool for GenerateTool {
         let mut info = ToolInfo::new(
             "llmstxt_generate",
             format!(
-                "Writes llms.txt (the llmstxt.org spec: H1, summary, file-list sections, Optional), llms-full.txt (every linked file in full), llms-ctx.txt (XML context without Optional) and llms.json (the structured form) for a repository: a directory on the server's machine or a git URL, cloned shallowly. Gathers README, docs, manifests and examples as git sees the tree (.gitignore-aware, size-capped). {model} Progress milestones: gathered, summarized, section k/n, written. The files are artifacts of the run (runs_artifact, or weir://runs/{{run_id}}/artifacts/{{name}})."
+                "Writes llms.txt (the llmstxt.org spec: H1, summary, file-list sections, Optional), llms-full.txt (every linked file in full), llms-ctx.txt (XML context without Optional) and llms.json (the structured form) for a repository: a directory inside the server's roots ({roots}), or an https:// git URL of a host the operator allows ({hosts}), cloned shallowly. Gathers README, docs, manifests and examples as git sees the tree (.gitignore-aware, size-capped). {model} Progress milestones: gathered, summarized, section k/n, written. The files are artifacts of the run (runs_artifact, or weir://runs/{{run_id}}/artifacts/{{name}})."
             ),
             args::generate_schema(),
         );
@@ -70,7 +83,7 @@ impl Tool for GenerateTool {
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
         let call = args::generate(arguments)?;
-        generate::run(self.0.as_deref(), &ctx, call).await
+        generate::run(self.client.as_deref(), &self.roots, &self.clone, &ctx, call).await
     }
 }
 
@@ -79,7 +92,7 @@ impl Tool for ValidateTool {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "llmstxt_validate",
-            "Checks an llms.txt against the llmstxt.org spec (an H1 first; a blockquote summary; no headings before the sections; sections of `- [name](url): notes` items only, as the reference parser requires), or an llms-full.txt / llms-ctx.txt against the forms llmstxt_generate writes. Give text, or the path of a file on the server. Errors and warnings come with their line.",
+            "Checks an llms.txt against the llmstxt.org spec (an H1 first; a blockquote summary; no headings before the sections; sections of `- [name](url): notes` items only, as the reference parser requires), or an llms-full.txt / llms-ctx.txt against the forms llmstxt_generate writes. Give text, or the path of a file inside the server's roots. Errors and warnings come with their line.",
             args::validate_schema(),
         );
         info.output_schema = Some(json!({
@@ -100,7 +113,7 @@ impl Tool for ValidateTool {
         let (subject, format) = args::validate(arguments)?;
         let text = match subject {
             Subject::Text(text) => text,
-            Subject::Path(path) => read(&path).await?,
+            Subject::Path(path) => read(&self.roots, &path).await?,
         };
         let (errors, warnings, document) = match format {
             Format::LlmsTxt => {
@@ -149,24 +162,40 @@ impl Tool for ValidateTool {
     }
 }
 
-/// A file's text, bounded.
-async fn read(path: &str) -> Result<String, RunError> {
-    let refused = |message: String| RunError::new(FailureCode::ToolError, message);
-    let meta = tokio::fs::metadata(path)
+/// A file's text, bounded: a file inside `roots`, opened beneath its root.
+async fn read(roots: &Roots, path: &str) -> Result<String, RunError> {
+    let resolved = roots.resolve(path)?;
+    let roots = roots.clone();
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || read_beneath(&roots, &resolved, &path))
         .await
+        .map_err(|error| RunError::new(FailureCode::Internal, format!("reading a file: {error}")))?
+}
+
+fn read_beneath(roots: &Roots, resolved: &std::path::Path, path: &str) -> Result<String, RunError> {
+    use std::io::Read as _;
+    let refused = |message: String| RunError::new(FailureCode::ToolError, message);
+    let root = roots
+        .root_of(resolved)
+        .expect("a resolved path lies in a root");
+    let relative = resolved.strip_prefix(root).unwrap_or(resolved);
+    let file = open_beneath(root, relative)
+        .map_err(|error| refused(format!("cannot read {path}: {error}")))?;
+    let meta = file
+        .metadata()
         .map_err(|error| refused(format!("cannot read {path}: {error}")))?;
     if !meta.is_file() {
         return Err(refused(format!("{path} is not a file")));
     }
-    if meta.len() > args::MAX_VALIDATE_BYTES as u64 {
+    let mut bytes = Vec::new();
+    file.take(args::MAX_VALIDATE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| refused(format!("cannot read {path}: {error}")))?;
+    if bytes.len() > args::MAX_VALIDATE_BYTES {
         return Err(refused(format!(
-            "{path} is {} bytes; at most {} are checked",
-            meta.len(),
+            "{path} is more than {} bytes; at most that many are checked",
             args::MAX_VALIDATE_BYTES
         )));
     }
-    let bytes = tokio::fs::read(path)
-        .await
-        .map_err(|error| refused(format!("cannot read {path}: {error}")))?;
     String::from_utf8(bytes).map_err(|_| refused(format!("{path} is not UTF-8 text")))
 }

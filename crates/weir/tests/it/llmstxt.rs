@@ -83,11 +83,14 @@ fn model_server() -> (Killed, String) {
     start_until_url(node, "listening", false)
 }
 
-/// `weir serve --http` in memory, with `extra` arguments.
+/// `weir serve --http` in memory, with `extra` arguments; the temporary
+/// directory, where the repositories are made, is its root.
 fn weir_server(extra: &[&str]) -> (Killed, String) {
     let mut command = Command::new(WEIR);
     command
         .args(["serve", "--http", "127.0.0.1:0", "--memory", "--no-exec"])
+        .arg("--root")
+        .arg(std::env::temp_dir())
         .args(extra)
         .env_remove("WEIR_TOKEN")
         .env_remove("WEIR_LLM_ENDPOINT")

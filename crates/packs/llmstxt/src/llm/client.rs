@@ -7,8 +7,8 @@ use serde_json::json;
 use tokio::time::Instant;
 use weir_core::{Admission, BreakerSnapshot, CircuitBreaker};
 
-use super::stream::{ChatStream, Report, error_chain};
-use super::{ChatConfig, ChatRequest, LlmError};
+use super::stream::{Bounds, ChatStream, Report, error_chain};
+use super::{ChatConfig, ChatRequest, ERROR_BODY_BYTES, LlmError};
 
 /// A client of one OpenAI-compatible endpoint. Cheap to share (`Arc`); its
 /// breaker counts every call made through it.
@@ -78,7 +78,8 @@ impl ChatClient {
     /// answer ended empty). Failures before the first token are retried
     /// ([`ChatConfig::retries`], doubling [`ChatConfig::backoff`]); the
     /// call as a whole counts once for the breaker, and a refused call
-    /// fails at once with [`LlmError::BreakerOpen`].
+    /// fails at once with [`LlmError::BreakerOpen`]. The whole answer,
+    /// retries included, is bounded by [`ChatConfig::total_timeout`].
     pub async fn start(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         let admission = self
             .breaker
@@ -92,6 +93,13 @@ impl ChatClient {
             });
         }
         let started = Instant::now();
+        let bounds = Bounds {
+            deadline: started + self.config.total_timeout,
+            total: self.config.total_timeout,
+            max_line: self.config.max_line_bytes,
+            max_body: self.config.max_body_bytes,
+            max_tokens: request.max_tokens,
+        };
         let body = json!({
             "model": self.config.model,
             "messages": request.messages,
@@ -102,14 +110,18 @@ impl ChatClient {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.attempt(&body, started).await {
+            match self.attempt(&body, started, bounds).await {
                 Ok(mut stream) => {
                     stream.handed_out(attempt, self.report());
                     return Ok(stream);
                 }
-                Err(error) if error.retryable() && attempt <= self.config.retries => {
-                    let wait = self.config.backoff * 2u32.saturating_pow(attempt - 1);
-                    tokio::time::sleep(wait).await;
+                Err(error)
+                    if error.retryable()
+                        && attempt <= self.config.retries
+                        // No retry that could not finish in time.
+                        && Instant::now() + self.backoff(attempt) < bounds.deadline =>
+                {
+                    tokio::time::sleep(self.backoff(attempt)).await;
                 }
                 Err(error) => {
                     self.report().failed();
@@ -119,13 +131,29 @@ impl ChatClient {
         }
     }
 
+    /// The wait before the retry after attempt `attempt` (1-based).
+    fn backoff(&self, attempt: u32) -> std::time::Duration {
+        self.config.backoff * 2u32.saturating_pow(attempt - 1)
+    }
+
     /// One request, read up to its first token.
     async fn attempt(
         &self,
         body: &serde_json::Value,
         started: Instant,
+        bounds: Bounds,
     ) -> Result<ChatStream, LlmError> {
-        let deadline = Instant::now() + self.config.first_token_timeout;
+        let deadline = (Instant::now() + self.config.first_token_timeout).min(bounds.deadline);
+        let timed_out = || {
+            if Instant::now() >= bounds.deadline {
+                LlmError::TimedOut {
+                    limit: bounds.total,
+                    tokens: 0,
+                }
+            } else {
+                LlmError::FirstTokenTimeout(self.config.first_token_timeout)
+            }
+        };
         let mut request = self
             .http
             .post(self.url.clone())
@@ -136,22 +164,19 @@ impl ChatClient {
         }
         let response = tokio::time::timeout_at(deadline, request.send())
             .await
-            .map_err(|_| LlmError::FirstTokenTimeout(self.config.first_token_timeout))?
+            .map_err(|_| timed_out())?
             .map_err(|error| LlmError::Unreachable {
                 endpoint: self.url.to_string(),
                 reason: error_chain(&error),
             })?;
         let status = response.status();
         if !status.is_success() {
-            // The body says why; bounded, and never waited on for long.
-            let text = tokio::time::timeout_at(deadline, response.text())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
+            // The body says why: its start, never waited on for long; the
+            // rest is never read (dropping the response closes it).
+            let start = error_body_start(response, deadline).await;
             return Err(LlmError::Status {
                 status: status.as_u16(),
-                body: text.chars().take(300).collect(),
+                body: String::from_utf8_lossy(&start).chars().take(300).collect(),
             });
         }
         let mut stream = ChatStream::new(
@@ -160,6 +185,7 @@ impl ChatClient {
             self.config.first_token_timeout,
             self.config.idle_timeout,
             started,
+            bounds,
         );
         stream.prime().await?;
         Ok(stream)
@@ -175,4 +201,20 @@ impl ChatClient {
     fn now_ms(&self) -> u64 {
         self.clock.elapsed().as_millis() as u64
     }
+}
+
+/// The first [`ERROR_BODY_BYTES`] of an error response's body, or what of
+/// them arrives before `deadline`.
+async fn error_body_start(mut response: reqwest::Response, deadline: Instant) -> Vec<u8> {
+    let mut start = Vec::new();
+    while start.len() < ERROR_BODY_BYTES {
+        match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Ok(Ok(Some(piece))) => {
+                let room = ERROR_BODY_BYTES - start.len();
+                start.extend_from_slice(&piece[..piece.len().min(room)]);
+            }
+            _ => break,
+        }
+    }
+    start
 }

@@ -13,7 +13,8 @@
 //! | drops the connection mid-answer | [`LlmError::Dropped`] with the count of tokens already handed out: never a silently short answer |
 //! | sends `: keep-alive` comments | skipped |
 //! | answers 5xx/429, refuses, or is slow before the first token | retried with doubling backoff, only before the first token ([`ChatConfig::retries`]) |
-//! | is slow | timeouts: connect, first token (per attempt), idle between tokens |
+//! | is slow | timeouts: connect, first token (per attempt), idle between tokens, and the whole answer ([`ChatConfig::total_timeout`], retries included) |
+//! | streams forever, sends an endless line, or a huge body | bounds: one SSE line or event ([`ChatConfig::max_line_bytes`]), the body ([`ChatConfig::max_body_bytes`]), an error body ([`ERROR_BODY_BYTES`], only its start is kept), and the answer (about `max_tokens` pieces, as sent in the request); each ends the call with its own error ([`LlmError::is_bound`]) |
 //! | keeps failing | a circuit breaker per client (one endpoint), weir-core's [`CircuitBreaker`](weir_core::CircuitBreaker): refused calls fail at once with [`LlmError::BreakerOpen`] |
 //! | ignores `stream: true` | the whole JSON completion is read as one token |
 //!
@@ -21,9 +22,9 @@
 //! connection: an HTTP/1 body not read to its end cannot go back to the
 //! pool, so the server sees the client go and can stop generating.
 
-mod chunk;
+pub(crate) mod chunk;
 mod client;
-mod sse;
+pub(crate) mod sse;
 mod stream;
 
 use std::time::Duration;
@@ -57,13 +58,28 @@ pub struct ChatConfig {
     pub backoff: Duration,
     /// When the endpoint's breaker opens, and for how long.
     pub breaker: BreakerConfig,
+    /// Most time for a whole answer, from the request to its end, retries
+    /// included: a server that keeps the stream alive forever (keep-alive
+    /// comments, a token now and then) is cut off here.
+    pub total_timeout: Duration,
+    /// Most bytes of one SSE line, and of one event's data: a line with
+    /// no end is not held in memory past this.
+    pub max_line_bytes: usize,
+    /// Most bytes of a response body, streamed or whole.
+    pub max_body_bytes: usize,
 }
+
+/// Most bytes of an error response read (for its message); the rest is
+/// never read: the connection is closed.
+pub const ERROR_BODY_BYTES: usize = 64 * 1024;
 
 impl ChatConfig {
     /// A configuration with the defaults: connect 5 s, first token 60 s
     /// (a small local model on two cores reads a prompt in a second or two;
-    /// a busy shared one may queue), idle 30 s, 2 retries from 250 ms, a
-    /// breaker that opens after 3 failed calls in a row for 30 s.
+    /// a busy shared one may queue), idle 30 s, 120 s for a whole answer,
+    /// 2 retries from 250 ms, a breaker that opens after 3 failed calls in
+    /// a row for 30 s; a line (or event) of at most 1 MiB, a body of at
+    /// most 8 MiB.
     pub fn new(endpoint: impl Into<String>, model: impl Into<String>) -> ChatConfig {
         ChatConfig {
             endpoint: endpoint.into(),
@@ -78,6 +94,9 @@ impl ChatConfig {
                 failure_threshold: 3,
                 cooldown_ms: 30_000,
             },
+            total_timeout: Duration::from_secs(120),
+            max_line_bytes: 1 << 20,
+            max_body_bytes: 8 << 20,
         }
     }
 }
@@ -194,6 +213,52 @@ pub enum LlmError {
     /// The stream was not a chat completion stream.
     #[error("the model endpoint sent something that is not a chat completion: {0}")]
     Unreadable(String),
+    /// The whole answer took longer than [`ChatConfig::total_timeout`].
+    #[error(
+        "the model's answer took longer than {} s in all (weir serve --llm-timeout); the call was ended after {tokens} tokens",
+        limit.as_secs_f64()
+    )]
+    TimedOut {
+        /// The total timeout.
+        limit: Duration,
+        /// Tokens handed out before it.
+        tokens: u64,
+    },
+    /// One SSE line (or one event's data) was longer than
+    /// [`ChatConfig::max_line_bytes`].
+    #[error(
+        "the model endpoint sent a line longer than {limit} bytes; the call was ended after {tokens} tokens"
+    )]
+    LineTooLong {
+        /// The bound.
+        limit: usize,
+        /// Tokens handed out before it.
+        tokens: u64,
+    },
+    /// The body was larger than [`ChatConfig::max_body_bytes`].
+    #[error(
+        "the model endpoint sent more than {limit} bytes; the call was ended after {tokens} tokens"
+    )]
+    BodyTooLarge {
+        /// The bound.
+        limit: usize,
+        /// Tokens handed out before it.
+        tokens: u64,
+    },
+    /// The answer ran past what the request's `max_tokens` allows.
+    #[error(
+        "the model's answer ran longer than asked (max_tokens {max_tokens}: at most {max_pieces} pieces and {max_chars} characters are read); the call was ended"
+    )]
+    AnswerTooLong {
+        /// The request's `max_tokens`.
+        max_tokens: u32,
+        /// The most pieces of text read.
+        max_pieces: u64,
+        /// The most characters read.
+        max_chars: usize,
+        /// Tokens handed out before it.
+        tokens: u64,
+    },
 }
 
 impl LlmError {
@@ -207,8 +272,26 @@ impl LlmError {
             LlmError::BreakerOpen { .. }
             | LlmError::BadEndpoint { .. }
             | LlmError::Stalled { .. }
-            | LlmError::Unreadable(_) => false,
+            | LlmError::Unreadable(_)
+            // A bound broken once would be broken again.
+            | LlmError::TimedOut { .. }
+            | LlmError::LineTooLong { .. }
+            | LlmError::BodyTooLarge { .. }
+            | LlmError::AnswerTooLong { .. } => false,
         }
+    }
+
+    /// Whether the endpoint broke one of the client's bounds (time, line,
+    /// body, answer): a server that does so once is not asked again in
+    /// the same run.
+    pub fn is_bound(&self) -> bool {
+        matches!(
+            self,
+            LlmError::TimedOut { .. }
+                | LlmError::LineTooLong { .. }
+                | LlmError::BodyTooLarge { .. }
+                | LlmError::AnswerTooLong { .. }
+        )
     }
 
     /// Tokens handed out before the error: more than 0 means the caller
@@ -217,7 +300,11 @@ impl LlmError {
         match self {
             LlmError::Stalled { tokens, .. }
             | LlmError::Dropped { tokens, .. }
-            | LlmError::Server { tokens, .. } => *tokens,
+            | LlmError::Server { tokens, .. }
+            | LlmError::TimedOut { tokens, .. }
+            | LlmError::LineTooLong { tokens, .. }
+            | LlmError::BodyTooLarge { tokens, .. }
+            | LlmError::AnswerTooLong { tokens, .. } => *tokens,
             _ => 0,
         }
     }

@@ -7,6 +7,10 @@
 //! its end arrives, so the result never depends on where the network cut
 //! the stream. Other fields (`event:`, `id:`, `retry:`) carry nothing a chat
 //! stream needs and are skipped.
+//!
+//! Bounded: a line, or the data of one event, longer than the parser's
+//! limit is an [`Overflow`], so a server sending one endless line (or an
+//! endless event) costs at most the limit in memory.
 
 /// What one dispatched event brought.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,8 +21,15 @@ pub(crate) enum SseItem {
     Comment,
 }
 
+/// A line, or an event's data, longer than the parser's limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Overflow {
+    /// The limit, in bytes.
+    pub(crate) limit: usize,
+}
+
 /// Bytes in, events out.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SseParser {
     /// The start of a line whose end has not arrived.
     line: Vec<u8>,
@@ -26,12 +37,34 @@ pub(crate) struct SseParser {
     data: Option<String>,
     /// The last byte seen was a CR: a LF right after it ends no new line.
     after_cr: bool,
+    /// Most bytes of a line, and of an event's data.
+    limit: usize,
+}
+
+/// The default limit: 1 MiB.
+impl Default for SseParser {
+    fn default() -> SseParser {
+        SseParser::new(1 << 20)
+    }
 }
 
 impl SseParser {
-    /// Feeds `bytes`; returns the events they completed, in order.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<SseItem> {
+    /// A parser that holds at most `limit` bytes of a line or an event.
+    pub(crate) fn new(limit: usize) -> SseParser {
+        SseParser {
+            line: Vec::new(),
+            data: None,
+            after_cr: false,
+            limit,
+        }
+    }
+
+    /// Feeds `bytes`; returns the events they completed, in order, or an
+    /// [`Overflow`] once a line or an event grows past the limit (the
+    /// parser is then of no further use).
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseItem>, Overflow> {
         let mut items = Vec::new();
+        let overflow = Overflow { limit: self.limit };
         for &byte in bytes {
             let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
             match byte {
@@ -39,24 +72,39 @@ impl SseParser {
                 b'\n' | b'\r' => {
                     let line = std::mem::take(&mut self.line);
                     self.line_ended(&line, &mut items);
+                    if self
+                        .data
+                        .as_ref()
+                        .is_some_and(|data| data.len() > self.limit)
+                    {
+                        return Err(overflow);
+                    }
                 }
+                _ if self.line.len() >= self.limit => return Err(overflow),
                 _ => self.line.push(byte),
             }
         }
-        items
+        Ok(items)
     }
 
     /// The stream ended: an event whose blank line never came is
     /// dispatched all the same (servers that close right after their last
-    /// `data:` line).
-    pub(crate) fn finish(&mut self) -> Option<SseItem> {
+    /// `data:` line), unless its last line made it too long.
+    pub(crate) fn finish(&mut self) -> Result<Option<SseItem>, Overflow> {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             let mut items = Vec::new();
             self.line_ended(&line, &mut items);
             debug_assert!(items.iter().all(|item| *item == SseItem::Comment));
         }
-        self.data.take().map(SseItem::Data)
+        if self
+            .data
+            .as_ref()
+            .is_some_and(|data| data.len() > self.limit)
+        {
+            return Err(Overflow { limit: self.limit });
+        }
+        Ok(self.data.take().map(SseItem::Data))
     }
 
     fn line_ended(&mut self, line: &[u8], items: &mut Vec<SseItem>) {
@@ -100,8 +148,11 @@ mod tests {
 
     fn parse_all(chunks: &[&[u8]]) -> Vec<SseItem> {
         let mut parser = SseParser::default();
-        let mut items: Vec<SseItem> = chunks.iter().flat_map(|c| parser.push(c)).collect();
-        items.extend(parser.finish());
+        let mut items: Vec<SseItem> = chunks
+            .iter()
+            .flat_map(|c| parser.push(c).unwrap())
+            .collect();
+        items.extend(parser.finish().unwrap());
         items
     }
 
@@ -138,6 +189,31 @@ mod tests {
             parse_all(&[b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n"]),
             vec![data("a"), data("b")]
         );
+    }
+
+    #[test]
+    fn a_line_or_an_event_past_the_limit_overflows() {
+        let mut parser = SseParser::new(16);
+        assert_eq!(parser.push(b"data: 0123456789\n").unwrap(), vec![]);
+        assert_eq!(parser.push(&[b'a'; 17]), Err(Overflow { limit: 16 }));
+        // Short lines that add up to a long event.
+        let mut parser = SseParser::new(16);
+        assert!(parser.push(b"data: 0123456789\n").is_ok());
+        assert_eq!(
+            parser.push(b"data: 0123456789\n"),
+            Err(Overflow { limit: 16 })
+        );
+        // The same at the stream's end.
+        let mut parser = SseParser::new(16);
+        assert!(parser.push(b"data: 0123456789\ndata: 0123").is_ok());
+        assert_eq!(parser.finish(), Err(Overflow { limit: 16 }));
+        // Exactly the limit is fine, and so are many short events.
+        let mut parser = SseParser::new(16);
+        let mut items = Vec::new();
+        for _ in 0..1000 {
+            items.extend(parser.push(b"data: 0123456789\n\n").unwrap());
+        }
+        assert_eq!(items.len(), 1000);
     }
 
     proptest! {

@@ -1,7 +1,9 @@
 //! One answer, token by token: the body read as it arrives, under the
 //! first-token and idle timeouts, ended by `[DONE]`, by the end of the
 //! body, or by silence after a `finish_reason` — and an error, never a
-//! short answer, when the connection drops.
+//! short answer, when the connection drops. Bounded: the whole answer's
+//! time, one line's bytes, the body's bytes and the answer's length each
+//! end the call with an error of their own ([`Bounds`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -25,6 +27,34 @@ pub enum Ending {
     /// A `finish_reason` came, then nothing for the idle timeout: the
     /// server neither sent `[DONE]` nor closed.
     FinishThenSilence,
+}
+
+/// What one answer may take: past any of these the call ends.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Bounds {
+    /// When the whole answer must be in, retries included.
+    pub(super) deadline: Instant,
+    /// The time that deadline was set from, for the message.
+    pub(super) total: Duration,
+    /// Most bytes of one SSE line or event.
+    pub(super) max_line: usize,
+    /// Most bytes of the body.
+    pub(super) max_body: usize,
+    /// The request's `max_tokens`, for the message.
+    pub(super) max_tokens: u32,
+}
+
+impl Bounds {
+    /// Most pieces of text read: a server sends at most one per token, a
+    /// few spare for servers that count differently.
+    fn max_pieces(&self) -> u64 {
+        u64::from(self.max_tokens) + u64::from(self.max_tokens) / 4 + 8
+    }
+
+    /// Most characters read: far more than `max_tokens` tokens make.
+    fn max_chars(&self) -> usize {
+        self.max_tokens as usize * 32 + 256
+    }
 }
 
 /// The breaker a stream reports to once its answer is whole or broken.
@@ -64,6 +94,11 @@ pub struct ChatStream {
     first_deadline: Instant,
     first_token_timeout: Duration,
     idle: Duration,
+    bounds: Bounds,
+    /// Bytes of the body read so far.
+    body_bytes: usize,
+    /// Characters of the answer handed out so far.
+    chars: usize,
     started: Instant,
     first_token_after: Option<Duration>,
     attempts: u32,
@@ -79,6 +114,7 @@ impl ChatStream {
         first_token_timeout: Duration,
         idle: Duration,
         started: Instant,
+        bounds: Bounds,
     ) -> ChatStream {
         let whole_json = response
             .headers()
@@ -88,7 +124,7 @@ impl ChatStream {
         ChatStream {
             response: Some(response),
             whole_json,
-            parser: SseParser::default(),
+            parser: SseParser::new(bounds.max_line),
             pending: VecDeque::new(),
             primed: None,
             tokens: 0,
@@ -98,6 +134,9 @@ impl ChatStream {
             first_deadline,
             first_token_timeout,
             idle,
+            bounds,
+            body_bytes: 0,
+            chars: 0,
             started,
             first_token_after: None,
             attempts: 1,
@@ -182,6 +221,17 @@ impl ChatStream {
             while let Some(event) = self.pending.pop_front() {
                 match event {
                     ChunkEvent::Token(token) => {
+                        self.chars += token.chars().count();
+                        if self.tokens + 1 > self.bounds.max_pieces()
+                            || self.chars > self.bounds.max_chars()
+                        {
+                            return Err(self.broken(LlmError::AnswerTooLong {
+                                max_tokens: self.bounds.max_tokens,
+                                max_pieces: self.bounds.max_pieces(),
+                                max_chars: self.bounds.max_chars(),
+                                tokens: self.tokens,
+                            }));
+                        }
                         self.tokens += 1;
                         if self.first_token_after.is_none() {
                             self.first_token_after = Some(self.started.elapsed());
@@ -224,17 +274,24 @@ impl ChatStream {
             self.ending = Some(Ending::EndOfBody);
             return Ok(());
         };
+        let now = Instant::now();
         let wait = if self.tokens == 0 {
-            self.first_deadline
-                .saturating_duration_since(Instant::now())
+            self.first_deadline.saturating_duration_since(now)
         } else {
             self.idle
-        };
+        }
+        .min(self.bounds.deadline.saturating_duration_since(now));
+        let max_body = self.bounds.max_body;
+        let already = self.body_bytes;
         let read = if self.whole_json {
             tokio::time::timeout(wait, async {
                 let mut body = Vec::new();
                 while let Some(piece) = response.chunk().await? {
                     body.extend_from_slice(&piece);
+                    if already + body.len() > max_body {
+                        // Past the bound: stop reading; the caller refuses it.
+                        break;
+                    }
                 }
                 Ok::<_, reqwest::Error>(Some(body))
             })
@@ -245,10 +302,25 @@ impl ChatStream {
             })
             .await
         };
+        if let Ok(Ok(Some(bytes))) = &read {
+            self.body_bytes += bytes.len();
+            if self.body_bytes > max_body {
+                return Err(self.broken(LlmError::BodyTooLarge {
+                    limit: max_body,
+                    tokens: self.tokens,
+                }));
+            }
+        }
         match read {
             Err(_) if self.finish.is_some() => {
                 self.response = None;
                 self.ending = Some(Ending::FinishThenSilence);
+            }
+            Err(_) if Instant::now() >= self.bounds.deadline => {
+                return Err(self.broken(LlmError::TimedOut {
+                    limit: self.bounds.total,
+                    tokens: self.tokens,
+                }));
             }
             Err(_) if self.tokens == 0 => {
                 return Err(LlmError::FirstTokenTimeout(self.first_token_timeout));
@@ -274,7 +346,16 @@ impl ChatStream {
                 self.ending = Some(Ending::EndOfBody);
             }
             Ok(Ok(Some(bytes))) => {
-                for item in self.parser.push(&bytes) {
+                let items = match self.parser.push(&bytes) {
+                    Ok(items) => items,
+                    Err(overflow) => {
+                        return Err(self.broken(LlmError::LineTooLong {
+                            limit: overflow.limit,
+                            tokens: self.tokens,
+                        }));
+                    }
+                };
+                for item in items {
                     if let SseItem::Data(data) = item {
                         self.pending.extend(chunk::decode(&data));
                     }
@@ -282,8 +363,15 @@ impl ChatStream {
             }
             Ok(Ok(None)) => {
                 self.response = None;
-                if let Some(SseItem::Data(data)) = self.parser.finish() {
-                    self.pending.extend(chunk::decode(&data));
+                match self.parser.finish() {
+                    Ok(Some(SseItem::Data(data))) => self.pending.extend(chunk::decode(&data)),
+                    Ok(_) => {}
+                    Err(overflow) => {
+                        return Err(self.broken(LlmError::LineTooLong {
+                            limit: overflow.limit,
+                            tokens: self.tokens,
+                        }));
+                    }
                 }
                 // `[DONE]` in that last event wins; else the body's end.
                 if !self.pending.contains(&ChunkEvent::Done) {
@@ -292,6 +380,15 @@ impl ChatStream {
             }
         }
         Ok(())
+    }
+}
+
+impl ChatStream {
+    /// `error`, after closing the connection: nothing more is read.
+    fn broken(&mut self, error: LlmError) -> LlmError {
+        self.response = None;
+        self.pending.clear();
+        error
     }
 }
 

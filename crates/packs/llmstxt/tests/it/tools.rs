@@ -1,7 +1,9 @@
 //! The two tools run by a real scheduler over the memory log, against the
 //! scripted server: tokens streamed before the result, milestones, the
 //! four artifacts and their validity, a broken answer replaced (and said
-//! to be), the fallback, a git URL, and a cancel that closes the model's
+//! to be), the fallback, a git URL (refused unless its host is allowed,
+//! then cloned by a git run with a fixed configuration), sources and
+//! files outside the roots refused, and a cancel that closes the model's
 //! connection.
 
 use std::path::Path;
@@ -11,8 +13,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use weir_core::{EventKind, RunEvent};
 use weir_pack_llmstxt::llm::ChatConfig;
-use weir_pack_llmstxt::{LlmsTxtPack, validate};
-use weir_runtime::{EventLog, MemoryLog, Pack, RunOptions, Scheduler, SchedulerConfig};
+use weir_pack_llmstxt::{CloneConfig, LlmsTxtConfig, LlmsTxtPack, validate};
+use weir_runtime::{EventLog, MemoryLog, Pack, Roots, RunOptions, Scheduler, SchedulerConfig};
 
 use crate::script::{Reply, Scripted, Step, answer, token};
 
@@ -88,8 +90,21 @@ impl Ran {
     }
 }
 
+/// The configuration of these tests: the temporary directory is the root
+/// (every fixture is made in it).
+fn config(model: Option<ChatConfig>) -> LlmsTxtConfig {
+    LlmsTxtConfig {
+        model,
+        ..LlmsTxtConfig::new(Roots::new([std::env::temp_dir()]).unwrap())
+    }
+}
+
 async fn scheduler(model: Option<ChatConfig>) -> (Scheduler, Arc<dyn EventLog>) {
-    let pack = LlmsTxtPack::new(model).unwrap();
+    scheduler_with(config(model)).await
+}
+
+async fn scheduler_with(config: LlmsTxtConfig) -> (Scheduler, Arc<dyn EventLog>) {
+    let pack = LlmsTxtPack::new(config).unwrap();
     let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
     let scheduler = Scheduler::start(log.clone(), pack.tools(), SchedulerConfig::default())
         .await
@@ -98,7 +113,11 @@ async fn scheduler(model: Option<ChatConfig>) -> (Scheduler, Arc<dyn EventLog>) 
 }
 
 async fn run(model: Option<ChatConfig>, tool: &str, arguments: Value) -> Ran {
-    let (scheduler, log) = scheduler(model).await;
+    run_with(config(model), tool, arguments).await
+}
+
+async fn run_with(config: LlmsTxtConfig, tool: &str, arguments: Value) -> Ran {
+    let (scheduler, log) = scheduler_with(config).await;
     let run = scheduler
         .submit(tool, arguments, RunOptions::default())
         .await
@@ -291,57 +310,138 @@ async fn without_a_model_the_fallback_is_valid_and_marked() {
     assert_eq!(ran.tokens(), "");
 }
 
+/// The failure message a run ended with.
+fn failure(ran: &Ran) -> String {
+    match &ran.events.last().unwrap().kind {
+        EventKind::Failed(failed) => failed.error.message.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test]
-async fn a_git_url_is_cloned_shallowly_for_the_run() {
+async fn a_url_is_cloned_only_from_an_allowed_host_by_a_git_with_a_fixed_configuration() {
     let repo = tempfile::tempdir().unwrap();
     fixture(repo.path());
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(repo.path())
-            .status()
-            .unwrap();
-        assert!(status.success(), "git {args:?}");
-    };
-    git(&["init", "--quiet"]);
-    git(&["add", "."]);
-    git(&["commit", "--quiet", "-m", "first"]);
+    // Nothing allowed: no URL is cloned, a local one least of all.
     let url = format!("file://{}", repo.path().display());
-    let ran = run(
+    let refused = run(
         None,
         "llmstxt_generate",
         json!({"source": url, "use_model": false}),
     )
     .await;
+    let message = failure(&refused);
+    assert!(message.contains("--llmstxt-clone-host"), "{message}");
+    assert!(message.contains("only https:// URLs"), "{message}");
+
+    // An allowed host, cloned by a stand-in for git that records how it
+    // was run and checks out the fixture.
+    let scratch = tempfile::tempdir().unwrap();
+    let record = scratch.path().join("record");
+    let git = scratch.path().join("git");
+    std::fs::write(
+        &git,
+        format!(
+            "#!/bin/sh\nenv > '{record}.env'\nprintf '%s\\n' \"$@\" > '{record}.args'\nfor last in \"$@\"; do :; done\nmkdir -p \"$last\" && cp -R '{repo}/.' \"$last\"\n",
+            record = record.display(),
+            repo = repo.path().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&git, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let clone = CloneConfig {
+        git: git.clone(),
+        ..CloneConfig::default()
+            .allow_hosts(["example.invalid"])
+            .unwrap()
+    };
+    let ran = run_with(
+        LlmsTxtConfig {
+            clone: clone.clone(),
+            ..config(None)
+        },
+        "llmstxt_generate",
+        json!({"source": "https://example.invalid/me/tally.git", "use_model": false}),
+    )
+    .await;
     let result = ran.result();
     assert_eq!(result["files"], 5, "{result}");
     assert_eq!(result["mode"], "fallback");
+    let args = std::fs::read_to_string(record.with_extension("args")).unwrap();
+    for expected in [
+        "protocol.allow=never",
+        "protocol.https.allow=always",
+        "core.hooksPath=/dev/null",
+        "core.fsmonitor=false",
+        "http.followRedirects=false",
+        "--no-recurse-submodules",
+        "https://example.invalid/me/tally.git",
+    ] {
+        assert!(
+            args.lines().any(|line| line == expected),
+            "{expected} in {args}"
+        );
+    }
+    // Its environment: only what a clone needs, nothing of this process's.
+    let env = std::fs::read_to_string(record.with_extension("env")).unwrap();
+    for line in env.lines() {
+        let name = line.split('=').next().unwrap();
+        assert!(
+            ["PATH", "HOME", "LANG", "PWD", "SHLVL", "_", "OLDPWD"].contains(&name)
+                || name.starts_with("GIT_"),
+            "{name} reached git: {env}"
+        );
+    }
+    assert!(env.contains("GIT_CONFIG_NOSYSTEM=1"), "{env}");
+    assert!(env.contains("GIT_CONFIG_GLOBAL=/dev/null"), "{env}");
 
-    let missing = run(
-        None,
+    // Another host, even with one allowed, is not.
+    let other = run_with(
+        LlmsTxtConfig {
+            clone,
+            ..config(None)
+        },
         "llmstxt_generate",
-        json!({"source": "file:///nonexistent/weir.git"}),
+        json!({"source": "https://elsewhere.invalid/me/tally.git"}),
     )
     .await;
-    match &missing.events.last().unwrap().kind {
-        EventKind::Failed(failed) => assert!(
-            failed
-                .error
-                .message
-                .contains("git clone of file:///nonexistent/weir.git failed"),
-            "{}",
-            failed.error.message
+    let message = failure(&other);
+    assert!(message.contains("not one the operator allows"), "{message}");
+    assert!(message.contains("example.invalid"), "{message}");
+}
+
+#[tokio::test]
+async fn sources_and_files_outside_the_roots_are_refused() {
+    let inside = tempfile::tempdir().unwrap();
+    fixture(inside.path());
+    let roots = Roots::new([inside.path()]).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    fixture(elsewhere.path());
+    for (tool, arguments) in [
+        ("llmstxt_generate", json!({"source": elsewhere.path()})),
+        ("llmstxt_generate", json!({"source": "/"})),
+        ("llmstxt_generate", json!({"source": ".."})),
+        (
+            "llmstxt_validate",
+            json!({"path": elsewhere.path().join("README.md")}),
         ),
-        other => panic!("{other:?}"),
+        (
+            "llmstxt_validate",
+            json!({"path": "../../../../etc/passwd"}),
+        ),
+    ] {
+        let ran = run_with(LlmsTxtConfig::new(roots.clone()), tool, arguments.clone()).await;
+        let message = failure(&ran);
+        assert!(message.contains("outside"), "{arguments}: {message}");
     }
+    // A relative source starts at the first root.
+    let ran = run_with(
+        LlmsTxtConfig::new(roots.clone()),
+        "llmstxt_generate",
+        json!({"source": "."}),
+    )
+    .await;
+    assert_eq!(ran.result()["files"], 5);
 }
 
 #[tokio::test]
