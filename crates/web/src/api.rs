@@ -337,10 +337,15 @@ pub(crate) async fn cancel(
 
 /// GET `/api/tools`: the names of the tools this server runs, for the
 /// list's filter.
-pub(crate) async fn tools(State(web): State<Arc<Web>>) -> Response {
+pub(crate) async fn tools(
+    State(web): State<Arc<Web>>,
+    Extension(identity): Extension<Identity>,
+) -> Response {
+    // The tools it may call: the same list as its `tools/list`.
     let names: Vec<Value> = web
         .scheduler
         .tools()
+        .filter(|tool| identity.may_call(&tool.name))
         .map(|tool| Value::from(tool.name.clone()))
         .collect();
     Json(json!({ "tools": names })).into_response()

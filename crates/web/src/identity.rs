@@ -7,7 +7,13 @@
 //! an admin sees, reads and cancels only the runs it owns, and another's run
 //! is answered exactly like a run that does not exist. (weir-mcp maps an
 //! identity onto its own `Caller` with the same rule.)
+//!
+//! An identity also carries the tools its credential may call (a tokens
+//! file's `tools=`/`packs=`, see [`crate::credentials`]); the MCP server
+//! lists and runs only those, and the scheduler holds every run it starts
+//! to them.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use weir_runtime::log::{RunFilter, RunSummary};
@@ -19,6 +25,8 @@ pub struct Identity {
     name: Option<Arc<str>>,
     /// Sees every run, whoever owns it.
     admin: bool,
+    /// The tools it may call; `None`: every tool.
+    tools: Option<Arc<BTreeSet<String>>>,
 }
 
 impl Identity {
@@ -28,6 +36,7 @@ impl Identity {
         Identity {
             name: None,
             admin: true,
+            tools: None,
         }
     }
 
@@ -36,7 +45,23 @@ impl Identity {
         Identity {
             name: Some(name.into()),
             admin,
+            tools: None,
         }
+    }
+
+    /// The same identity, allowed only `tools` (`None`: every tool).
+    pub fn with_tools(self, tools: Option<Arc<BTreeSet<String>>>) -> Identity {
+        Identity { tools, ..self }
+    }
+
+    /// The tools it may call; `None`: every tool.
+    pub fn allowed_tools(&self) -> Option<&Arc<BTreeSet<String>>> {
+        self.tools.as_ref()
+    }
+
+    /// Whether it may call `tool`.
+    pub fn may_call(&self, tool: &str) -> bool {
+        self.tools.as_ref().is_none_or(|tools| tools.contains(tool))
     }
 
     /// The credential's name (`None` without credentials).

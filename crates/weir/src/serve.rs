@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use weir_mcp::catalog::{Catalog, EmptyCatalog};
 use weir_mcp::transport::http::HttpOptions;
-use weir_mcp::transport::http::credentials::Credentials;
+use weir_mcp::transport::http::credentials::{Credentials, ServedTools};
 use weir_mcp::{McpServer, ServerConfig, transport};
 use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig};
 use weir_store_sqlite::{SqliteLog, SqliteOptions};
@@ -44,12 +44,17 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
         Arc::new(EmptyCatalog)
     };
     let mut tools = Vec::new();
+    // Each pack's tools by its name, for the grants of a tokens file.
+    let mut served = Vec::new();
     let roots = packs::roots(&args)?;
     for pack in packs::enabled(&args, data_dir, &roots).await? {
         if let Some(warning) = pack.warning() {
             eprintln!("weir: warning: {warning}");
         }
-        tools.extend(pack.tools());
+        let pack_tools = pack.tools();
+        let names = pack_tools.iter().map(|tool| tool.info().name).collect();
+        served.push((pack.name(), names));
+        tools.extend(pack_tools);
     }
     let config = SchedulerConfig {
         max_concurrent: args.max_concurrent,
@@ -92,7 +97,7 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
         .unwrap_or_else(|| DEFAULT_HTTP_ADDR.parse().expect("valid default"));
     let (credentials, secured) = match (&args.token, &args.tokens_file) {
         (_, Some(path)) => {
-            let credentials = read_tokens_file(path)?;
+            let credentials = read_tokens_file(path, &served_tools(served))?;
             let names: Vec<&str> = credentials.names().collect();
             let secured = format!(
                 "bearer tokens of {}: {}; each sees only its own runs unless admin",
@@ -184,17 +189,38 @@ fn serve_node(node: &Membership, _scheduler: &Scheduler) {
     match *node {}
 }
 
-/// The credentials of `--tokens-file`. A file others may write is refused
+/// What this server serves, by pack, for the grants of a tokens file:
+/// the packs' tools and weir's own (`runs`). The agent tools, which a line
+/// without a grant does not get, are the critique pack's but
+/// `critique_status` (it starts nothing): a tool that pack adds later is
+/// held back until someone decides otherwise.
+fn served_tools(packs: Vec<(&'static str, Vec<String>)>) -> ServedTools {
+    let mut served = ServedTools::default();
+    for (pack, tools) in packs {
+        if pack == "critique" {
+            let agents = tools.iter().filter(|tool| *tool != "critique_status");
+            served.agent_tools.extend(agents.cloned());
+        }
+        served.packs.insert(pack.to_owned(), tools.into_iter().collect());
+    }
+    let own = weir_mcp::builtin_tool_names().into_iter().collect();
+    served.packs.insert("runs".to_owned(), own);
+    served
+}
+
+/// The credentials of `--tokens-file`, their grants checked against what
+/// this server serves. A file others may write is refused
 /// (they could add an admin), as is one others may read that holds tokens
 /// themselves; one others may read that holds only digests is served, with
 /// a warning (a weak token can be guessed from its digest).
-fn read_tokens_file(path: &Path) -> anyhow::Result<Credentials> {
+fn read_tokens_file(path: &Path, served: &ServedTools) -> anyhow::Result<Credentials> {
     use std::os::unix::fs::MetadataExt;
     let shown = path.display();
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the tokens file {shown}"))?;
-    let credentials =
-        Credentials::parse(&text).with_context(|| format!("in the tokens file {shown}"))?;
+    let credentials = Credentials::parse(&text)
+        .and_then(|credentials| credentials.resolve(served))
+        .with_context(|| format!("in the tokens file {shown}"))?;
     let mode = std::fs::metadata(path)
         .with_context(|| format!("reading the tokens file {shown}"))?
         .mode()

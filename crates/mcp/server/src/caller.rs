@@ -8,7 +8,14 @@
 //! admin sees, reads and cancels only the runs it owns; to it, another's run
 //! is answered exactly like a run that does not exist, so that it cannot
 //! even learn that the run is there.
+//!
+//! A caller may also be held to some tools (its credential's `tools=` and
+//! `packs=`): `tools/list` shows only those, `tools/call` of another is
+//! answered exactly like a call of a tool that does not exist, and every
+//! run it starts carries the set to its children
+//! (`RunOptions::allowed_tools`).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use weir_runtime::log::{RunFilter, RunSummary};
@@ -20,6 +27,8 @@ pub(crate) struct Caller {
     name: Option<Arc<str>>,
     /// Sees every run, whoever owns it.
     admin: bool,
+    /// The tools it may call; `None`: every tool.
+    tools: Option<Arc<BTreeSet<String>>>,
 }
 
 impl Caller {
@@ -29,6 +38,7 @@ impl Caller {
         Caller {
             name: None,
             admin: true,
+            tools: None,
         }
     }
 
@@ -37,7 +47,23 @@ impl Caller {
         Caller {
             name: Some(name.into()),
             admin,
+            tools: None,
         }
+    }
+
+    /// The same caller, allowed only `tools` (`None`: every tool).
+    pub(crate) fn with_tools(self, tools: Option<Arc<BTreeSet<String>>>) -> Caller {
+        Caller { tools, ..self }
+    }
+
+    /// The tools it may call, for the runs it starts; `None`: every tool.
+    pub(crate) fn allowed_tools(&self) -> Option<Arc<BTreeSet<String>>> {
+        self.tools.clone()
+    }
+
+    /// Whether it may call `tool` (it sees it in `tools/list`).
+    pub(crate) fn may_call(&self, tool: &str) -> bool {
+        self.tools.as_ref().is_none_or(|tools| tools.contains(tool))
     }
 
     /// The owner the runs it starts get.
@@ -108,5 +134,16 @@ mod tests {
         );
         assert_eq!(admin.narrow(RunFilter::default()).owner, None);
         assert_eq!(local.owner(), None);
+    }
+
+    #[test]
+    fn a_caller_may_call_every_tool_unless_held_to_some() {
+        let only = Some(std::sync::Arc::new(["plan_run".to_owned()].into()));
+        let scoped = Caller::named("alice", false).with_tools(only);
+        assert!(scoped.may_call("plan_run"));
+        assert!(!scoped.may_call("execute_code"));
+        assert!(Caller::local().may_call("execute_code"));
+        assert!(Caller::named("root", true).may_call("agent_run"));
+        assert_ne!(scoped, Caller::named("alice", false));
     }
 }

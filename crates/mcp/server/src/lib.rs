@@ -75,6 +75,7 @@ mod state;
 pub mod transport;
 mod wire;
 
+pub use handlers::tools::builtin_tool_names;
 pub use server::McpServer;
 pub use state::ServerConfig;
 pub use weir_mcp_wire::revision::SUPPORTED_VERSIONS;

@@ -125,7 +125,7 @@ async fn dispatch(
         "ping" => Ok(json!({})),
         "server/discover" => Ok(lifecycle::discover(state)),
         "logging/setLevel" => lifecycle::set_log_level(session, params),
-        "tools/list" => Ok(tools::list(state)),
+        "tools/list" => Ok(tools::list(state, &session.caller)),
         "resources/list" => Ok(resources::list(state)),
         "resources/templates/list" => resources::templates(state),
         "resources/read" => resources::read(state, &session.caller, scope, params).await,

@@ -16,7 +16,7 @@ mod run;
 mod slots;
 mod submit;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -84,6 +84,13 @@ pub struct RunOptions {
     /// ([`NewRun::resume_record`](crate::log::NewRun::resume_record)); a
     /// child run has none.
     pub resume_record: Option<String>,
+    /// The tools the caller may run (its credential's scope); `None`: every
+    /// registered tool. A tool outside it is refused exactly as an unknown
+    /// one ([`SubmitError::UnknownTool`], naming only the allowed tools).
+    /// A child run (`RunContext::call`) has its parent's, whatever this
+    /// says, so a scoped caller reaches no more through a tool that calls
+    /// tools (a plan, an agent) than it does directly.
+    pub allowed_tools: Option<Arc<BTreeSet<String>>>,
 }
 
 /// Why the scheduler could not start.
@@ -187,7 +194,8 @@ impl Cancel {
 }
 
 /// What a run needs to start children: the scheduler (weakly: a run must
-/// not keep a stopped scheduler alive), its own cancellation, its owner.
+/// not keep a stopped scheduler alive), its own cancellation, its owner and
+/// the tools its caller may run.
 /// Held by its [`RunContext`](crate::RunContext).
 #[derive(Clone)]
 pub(crate) struct Lineage {
@@ -197,6 +205,8 @@ pub(crate) struct Lineage {
     child: bool,
     cancel: Cancel,
     owner: Option<String>,
+    /// Inherited by every child, as the owner is.
+    allowed_tools: Option<Arc<BTreeSet<String>>>,
 }
 
 impl Scheduler {

@@ -12,6 +12,7 @@
 //! before anyone took it ends it here (`started`, then `canceled`: the
 //! taker's `started` is then refused); after, it goes to the taker.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,6 +59,9 @@ pub struct Offer {
     pub timeout: Duration,
     /// Who started it.
     pub owner: Option<String>,
+    /// The tools its caller may run ([`RunOptions::allowed_tools`]),
+    /// which its children inherit on the node that takes it.
+    pub allowed_tools: Option<Arc<BTreeSet<String>>>,
 }
 
 impl Scheduler {
@@ -118,6 +122,7 @@ impl Scheduler {
             arguments,
             timeout,
             owner: options.owner,
+            allowed_tools: options.allowed_tools,
         };
         let started = Started {
             tool: tool.to_owned(),
@@ -155,6 +160,7 @@ impl Scheduler {
             child: false,
             cancel: cancel.clone(),
             owner: offer.owner,
+            allowed_tools: offer.allowed_tools,
         };
         let arguments = run::Arguments {
             stored: registered.info.redact(&offer.arguments),

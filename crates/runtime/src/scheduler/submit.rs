@@ -41,14 +41,25 @@ impl Scheduler {
     ) -> Result<RunHandle, SubmitError> {
         if let Some(parent) = parent {
             options.owner = parent.owner.clone();
+            options.allowed_tools = parent.allowed_tools.clone();
         }
         let inner = &self.inner;
+        let allowed = options.allowed_tools.as_deref();
+        // A tool the caller may not run is refused exactly as one that does
+        // not exist: the caller learns nothing about tools outside its scope.
         let registered = inner
             .tools
             .get(tool)
+            .filter(|_| allowed.is_none_or(|allowed| allowed.contains(tool)))
             .ok_or_else(|| SubmitError::UnknownTool {
                 name: tool.to_owned(),
-                available: inner.tools.keys().cloned().collect::<Vec<_>>().join(", "),
+                available: inner
+                    .tools
+                    .keys()
+                    .filter(|name| allowed.is_none_or(|allowed| allowed.contains(*name)))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })?;
         weir_core::check_arguments(&registered.info.input_schema, &arguments).map_err(
             |message| SubmitError::InvalidArguments {
@@ -126,6 +137,7 @@ impl Scheduler {
             child: parent.is_some(),
             cancel: cancel.clone(),
             owner: options.owner,
+            allowed_tools: options.allowed_tools,
         };
         let timeout = options
             .timeout
@@ -171,12 +183,16 @@ impl Spawn for Lineage {
     }
 
     fn tools(&self) -> Vec<ToolInfo> {
+        let allowed = self.allowed_tools.as_deref();
         self.scheduler
             .upgrade()
             .map(|inner| {
                 inner
                     .tools
                     .values()
+                    .filter(|registered| {
+                        allowed.is_none_or(|allowed| allowed.contains(&registered.info.name))
+                    })
                     .map(|registered| registered.info.clone())
                     .collect()
             })

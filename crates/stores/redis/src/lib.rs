@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 mod bell;
+mod check;
 mod codec;
 mod keys;
 mod log;
@@ -49,7 +50,7 @@ mod node;
 mod queue;
 mod scripts;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -120,6 +121,8 @@ pub(crate) struct Core {
     /// it: the expected tail of its next append. Entries go at the run's
     /// terminal event, or when the tail proves stale.
     tails: Mutex<HashMap<RunId, LogTail>>,
+    /// The keys of unreadable run records already reported (`check.rs`).
+    reported: Mutex<HashSet<String>>,
 }
 
 impl RedisLog {
@@ -172,6 +175,7 @@ impl RedisLog {
                     origin,
                     url: url.to_owned(),
                     tails: Mutex::default(),
+                    reported: Mutex::default(),
                 }),
                 hub,
                 io,
@@ -180,7 +184,10 @@ impl RedisLog {
         })
     }
 
-    /// Whether Redis answers now.
+    /// Whether Redis answers now, and holds weir's shared keys (the run
+    /// indexes, the queue) with the types weir keeps there: a key of
+    /// another type (say a string where the run index belongs) would fail
+    /// every new run, so it fails here, naming the key.
     pub async fn ping(&self) -> Result<(), LogError> {
         self.io(|core| async move {
             redis::cmd("PING")
@@ -193,7 +200,16 @@ impl RedisLog {
                         "{} does not answer ({error}); start Redis or fix --redis",
                         core.url
                     ),
-                })
+                })?;
+            let keys = &core.keys;
+            let shared = [
+                (keys.runs(), check::Kind::RunIndex),
+                (keys.open(), check::Kind::OpenIndex),
+                (keys.finished(), check::Kind::FinishedIndex),
+                (keys.queue(), check::Kind::Queue),
+            ];
+            core.check_types("checking weir's keys in Redis", &shared)
+                .await
         })
         .await
     }

@@ -15,6 +15,7 @@ use weir_runtime::log::{
     Batch, EventLog, LiveHub, LogError, NewRun, RunFilter, RunSummary, Subscription,
 };
 
+use crate::check::Kind;
 use crate::codec::{announcement, body, entry_id, event, failed, parse_state, state_name, summary};
 use crate::scripts;
 use crate::{Core, RedisLog};
@@ -47,10 +48,17 @@ impl Core {
         if let Some(record) = &run.resume_record {
             script.arg(record);
         }
-        let answer: String = script
-            .invoke_async(&mut self.conn())
-            .await
-            .map_err(failed("registering a run"))?;
+        let answer: String = match script.invoke_async(&mut self.conn()).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                let touched = [
+                    (keys.run(&run.run_id), Kind::Run),
+                    (keys.runs(), Kind::RunIndex),
+                    (keys.open(), Kind::OpenIndex),
+                ];
+                return Err(self.explained("registering a run", error, &touched).await);
+            }
+        };
         match answer.as_str() {
             "ok" => Ok(()),
             _ => Err(LogError::RunExists(run.run_id)),
@@ -132,10 +140,19 @@ impl Core {
                 let id = entry_id(event.seq).expect("a seq below the largest");
                 script.arg(id).arg(event.ts).arg(body);
             }
-            let answer: String = script
-                .invoke_async(&mut self.conn())
-                .await
-                .map_err(failed("appending events"))?;
+            let answer: String = match script.invoke_async(&mut self.conn()).await {
+                Ok(answer) => answer,
+                Err(error) => {
+                    let touched = [
+                        (keys.run(&run_id), Kind::Run),
+                        (keys.events(&run_id), Kind::Events),
+                        (keys.runs(), Kind::RunIndex),
+                        (keys.open(), Kind::OpenIndex),
+                        (keys.finished(), Kind::FinishedIndex),
+                    ];
+                    return Err(self.explained("appending events", error, &touched).await);
+                }
+            };
             if answer == "ok" {
                 let mut tails = self.tails.lock().expect("tails lock");
                 match after.state.is_terminal() {
@@ -181,11 +198,17 @@ impl Core {
             return exists.await;
         }
         let count = limit.min(i64::MAX as usize);
-        let reply: StreamRangeReply = self
+        let reply: StreamRangeReply = match self
             .conn()
             .xrange_count(keys.events(run_id), start, "+", count)
             .await
-            .map_err(failed(DOING))?;
+        {
+            Ok(reply) => reply,
+            Err(error) => {
+                let touched = [(keys.events(run_id), Kind::Events)];
+                return Err(self.explained(DOING, error, &touched).await);
+            }
+        };
         if reply.ids.is_empty() {
             return exists.await;
         }
@@ -210,11 +233,12 @@ impl Core {
     }
 
     pub(crate) async fn get_run(&self, run_id: &RunId) -> Result<Option<RunSummary>, LogError> {
-        let hash: HashMap<String, String> = self
-            .conn()
-            .hgetall(self.keys.run(run_id))
-            .await
-            .map_err(failed("reading a run"))?;
+        const DOING: &str = "reading a run";
+        let key = self.keys.run(run_id);
+        let hash: HashMap<String, String> = match self.conn().hgetall(&key).await {
+            Ok(hash) => hash,
+            Err(error) => return Err(self.explained(DOING, error, &[(key, Kind::Run)]).await),
+        };
         summary(run_id, hash)
     }
 
@@ -227,30 +251,59 @@ impl Core {
         while found.len() < limit {
             // Newest first; runs accepted in the same millisecond by run id,
             // descending, as every store lists them.
-            let ids: Vec<String> = self
+            let page = self
                 .conn()
                 .zrevrange(keys.runs(), offset, offset + LIST_PAGE - 1)
-                .await
-                .map_err(failed(DOING))?;
+                .await;
+            let ids: Vec<String> = match page {
+                Ok(ids) => ids,
+                Err(error) => {
+                    let touched = [(keys.runs(), Kind::RunIndex)];
+                    return Err(self.explained(DOING, error, &touched).await);
+                }
+            };
             if ids.is_empty() {
                 break;
             }
             offset += LIST_PAGE;
-            let run_ids: Vec<RunId> = ids.iter().filter_map(|id| RunId::parse(id).ok()).collect();
+            let mut run_ids = Vec::with_capacity(ids.len());
+            for id in &ids {
+                match RunId::parse(id) {
+                    Ok(run_id) => run_ids.push(run_id),
+                    Err(_) => self.report_skipped(
+                        &format!("{}[{id:?}]", keys.runs()),
+                        "the run index names a run id that is not one",
+                    ),
+                }
+            }
             let mut pipe = redis::pipe();
             for run_id in &run_ids {
                 pipe.hgetall(keys.run(run_id));
             }
-            let hashes: Vec<HashMap<String, String>> = pipe
+            // Each record on its own: one that is not a hash (WRONGTYPE)
+            // or not a run is skipped and reported, never the listing's
+            // failure — a listing serves every client of every node.
+            let hashes: Vec<redis::Value> = pipe
+                .ignore_errors()
                 .query_async(&mut self.conn())
                 .await
                 .map_err(failed(DOING))?;
             for (run_id, hash) in run_ids.iter().zip(hashes) {
-                // Deleted between the two reads: not listed.
-                if let Some(run) = summary(run_id, hash)?
-                    && filter.matches(&run)
-                {
-                    found.push(run);
+                let read = match hash {
+                    redis::Value::ServerError(error) => Err(error.to_string()),
+                    hash => redis::from_redis_value::<HashMap<String, String>>(hash)
+                        .map_err(|error| error.to_string())
+                        .and_then(|hash| summary(run_id, hash).map_err(|error| error.to_string())),
+                };
+                match read {
+                    // Deleted between the two reads: not listed.
+                    Ok(None) => {}
+                    Ok(Some(run)) => {
+                        if filter.matches(&run) {
+                            found.push(run);
+                        }
+                    }
+                    Err(problem) => self.report_skipped(&keys.run(run_id), &problem),
                 }
             }
         }
@@ -275,7 +328,7 @@ impl Core {
             sha256: sha256_hex(&data),
         };
         let description = serde_json::to_string(&artifact).expect("artifacts serialize");
-        let answer: String = scripts::PUT_ARTIFACT
+        let stored = scripts::PUT_ARTIFACT
             .key(keys.run(run_id))
             .key(keys.artifacts(run_id))
             .key(keys.artifact_data(run_id, name))
@@ -283,8 +336,18 @@ impl Core {
             .arg(description)
             .arg(data)
             .invoke_async(&mut self.conn())
-            .await
-            .map_err(failed("storing an artifact"))?;
+            .await;
+        let answer: String = match stored {
+            Ok(answer) => answer,
+            Err(error) => {
+                let touched = [
+                    (keys.run(run_id), Kind::Run),
+                    (keys.artifacts(run_id), Kind::Artifacts),
+                    (keys.artifact_data(run_id, name), Kind::ArtifactData),
+                ];
+                return Err(self.explained("storing an artifact", error, &touched).await);
+            }
+        };
         match answer.as_str() {
             "ok" => Ok(artifact),
             "unknown" => Err(LogError::UnknownRun(run_id.clone())),
@@ -302,12 +365,18 @@ impl Core {
     ) -> Result<ArtifactRef, LogError> {
         const DOING: &str = "reading an artifact";
         let keys = &self.keys;
-        let (exists, description): (bool, Option<String>) = redis::pipe()
+        let read = redis::pipe()
             .exists(keys.run(run_id))
             .hget(keys.artifacts(run_id), name)
             .query_async(&mut self.conn())
-            .await
-            .map_err(failed(DOING))?;
+            .await;
+        let (exists, description): (bool, Option<String>) = match read {
+            Ok(read) => read,
+            Err(error) => {
+                let touched = [(keys.artifacts(run_id), Kind::Artifacts)];
+                return Err(self.explained(DOING, error, &touched).await);
+            }
+        };
         match (exists, description) {
             (false, _) => Err(LogError::UnknownRun(run_id.clone())),
             (true, None) => Err(LogError::UnknownArtifact {
@@ -386,13 +455,17 @@ impl Core {
     /// whole summary, on every append.
     async fn tail(&self, run_id: &RunId) -> Result<Option<LogTail>, LogError> {
         const DOING: &str = "reading a run's tail";
-        let (events, state): (Option<u64>, Option<String>) = redis::cmd("HMGET")
-            .arg(self.keys.run(run_id))
+        let key = self.keys.run(run_id);
+        let read = redis::cmd("HMGET")
+            .arg(&key)
             .arg("events")
             .arg("state")
             .query_async(&mut self.conn())
-            .await
-            .map_err(failed(DOING))?;
+            .await;
+        let (events, state): (Option<u64>, Option<String>) = match read {
+            Ok(read) => read,
+            Err(error) => return Err(self.explained(DOING, error, &[(key, Kind::Run)]).await),
+        };
         match (events, state) {
             (Some(next_seq), Some(state)) => Ok(Some(LogTail {
                 next_seq,

@@ -30,6 +30,7 @@ use weir_core::RunId;
 use weir_runtime::log::EventLog;
 use weir_runtime::{Offer, Peers, Scheduler, recover_interrupted};
 
+use crate::check::{Kind, optional_text};
 use crate::codec::failed;
 use crate::{RedisLog, queue, scripts, unique_name};
 
@@ -149,16 +150,20 @@ impl Node {
 impl Shared {
     /// Takes or renews the lease; `false` when another process holds it.
     async fn renew(&self) -> Result<bool, weir_runtime::LogError> {
-        let log = &self.log;
+        const DOING: &str = "renewing a node's lease";
+        let core = self.log.core();
+        let key = core.keys.node(&self.options.name);
         let ttl = self.options.lease.as_millis().max(1) as u64;
-        let held: i64 = scripts::LEASE
-            .key(log.core().keys.node(&self.options.name))
+        let held = scripts::LEASE
+            .key(&key)
             .arg(&self.token)
             .arg(ttl)
-            .invoke_async(&mut log.core().conn())
-            .await
-            .map_err(failed("renewing a node's lease"))?;
-        Ok(held == 1)
+            .invoke_async::<i64>(&mut core.conn())
+            .await;
+        match held {
+            Ok(held) => Ok(held == 1),
+            Err(error) => Err(core.explained(DOING, error, &[(key, Kind::Lease)]).await),
+        }
     }
 
     async fn every(&self, period: Duration) -> bool {
@@ -244,11 +249,20 @@ async fn open_runs(shared: &Shared) -> Result<Vec<OpenRun>, weir_runtime::LogErr
             .arg(format!("{}run:{run_id}", keys.prefix()))
             .arg("node");
     }
-    let nodes: Vec<Option<String>> = pipe.query_async(&mut conn).await.map_err(failed(DOING))?;
+    // A record that is not a hash has no node this sweep can act on: it
+    // is passed over, not the sweep's failure (listings report it).
+    let nodes: Vec<redis::Value> = pipe
+        .ignore_errors()
+        .query_async(&mut conn)
+        .await
+        .map_err(failed(DOING))?;
     Ok(open
         .into_iter()
         .zip(nodes)
-        .map(|(run_id, node)| OpenRun { run_id, node })
+        .map(|(run_id, node)| OpenRun {
+            run_id,
+            node: optional_text(node),
+        })
         .collect())
 }
 
@@ -274,10 +288,15 @@ async fn take_cancel_requests(
     for run_id in &mine {
         pipe.get(keys.cancel_request(run_id));
     }
-    let reasons: Vec<Option<String>> = pipe.query_async(&mut conn).await.map_err(failed(DOING))?;
+    // A request key of another type is no request.
+    let reasons: Vec<redis::Value> = pipe
+        .ignore_errors()
+        .query_async(&mut conn)
+        .await
+        .map_err(failed(DOING))?;
     let mut served = redis::pipe();
     for (run_id, reason) in mine.iter().zip(reasons) {
-        let (Some(reason), Ok(parsed)) = (reason, RunId::parse(run_id)) else {
+        let (Some(reason), Ok(parsed)) = (optional_text(reason), RunId::parse(run_id)) else {
             continue;
         };
         if scheduler.cancel_here(&parsed, &reason) {

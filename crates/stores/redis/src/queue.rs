@@ -7,6 +7,7 @@
 //! lease periods (XAUTOCLAIM); a run claimed by a node that died before
 //! starting it is pending under a dead node, and the sweep closes it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::AsyncCommands;
@@ -26,20 +27,24 @@ pub(crate) fn offer(log: &RedisLog, offer: Offer) {
         let arguments = serde_json::to_string(&offer.arguments).expect("JSON values serialize");
         let timeout_ms = offer.timeout.as_millis().min(u64::MAX as u128) as u64;
         let owner = offer.owner.unwrap_or_default();
-        let added: Result<String, _> = core
-            .conn()
-            .xadd(
-                core.keys.queue(),
-                "*",
-                &[
-                    ("run", offer.run_id.as_str()),
-                    ("tool", offer.tool.as_str()),
-                    ("arguments", arguments.as_str()),
-                    ("timeout_ms", timeout_ms.to_string().as_str()),
-                    ("owner", owner.as_str()),
-                ],
-            )
-            .await;
+        let timeout_ms = timeout_ms.to_string();
+        let mut fields = vec![
+            ("run", offer.run_id.as_str()),
+            ("tool", offer.tool.as_str()),
+            ("arguments", arguments.as_str()),
+            ("timeout_ms", timeout_ms.as_str()),
+            ("owner", owner.as_str()),
+        ];
+        // Absent: every tool. An empty list is a scope too (no tool), so
+        // the field is written whenever there is a scope.
+        let allowed = offer
+            .allowed_tools
+            .as_ref()
+            .map(|tools| serde_json::to_string(&**tools).expect("names serialize"));
+        if let Some(allowed) = &allowed {
+            fields.push(("allowed_tools", allowed.as_str()));
+        }
+        let added: Result<String, _> = core.conn().xadd(core.keys.queue(), "*", &fields).await;
         if let Err(error) = added {
             // The run stays pending under this node: closed `interrupted`
             // at its next start, like a run the store would not take.
@@ -160,5 +165,9 @@ fn parse(entry: &StreamId) -> Option<Offer> {
         arguments: serde_json::from_str(&text("arguments")?).ok()?,
         timeout: Duration::from_millis(text("timeout_ms")?.parse().ok()?),
         owner: text("owner").filter(|owner| !owner.is_empty()),
+        allowed_tools: match text("allowed_tools") {
+            Some(tools) => Some(Arc::new(serde_json::from_str(&tools).ok()?)),
+            None => None,
+        },
     })
 }

@@ -283,7 +283,7 @@ async fn answer(
         "get_status" => {
             let streaming: Vec<&str> = scheduler
                 .tools()
-                .filter(|t| t.streams)
+                .filter(|t| t.streams && caller.may_call(&t.name))
                 .map(|t| t.name.as_str())
                 .collect();
             Ok(Ok(json!({

@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 use weir_mcp_wire::jsonrpc::RpcError;
 use weir_runtime::{RunOptions, SubmitError, ToolInfo};
 
+use crate::caller::Caller;
 use crate::errors::{internal, required_str};
 use crate::follow::{FollowError, follow, relay_questions};
 use crate::handlers::{builtin, tasks};
@@ -33,11 +34,53 @@ fn tool_json(info: &ToolInfo) -> Value {
     tool
 }
 
-/// `tools/list`: the scheduler's tools, then weir's own.
-pub(crate) fn list(state: &ServerState) -> Value {
-    let mut tools: Vec<Value> = state.scheduler.tools().map(tool_json).collect();
-    tools.extend(builtin::TOOLS.iter().cloned());
+/// `tools/list`: the scheduler's tools, then weir's own; of them, only the
+/// ones `caller` may call.
+pub(crate) fn list(state: &ServerState, caller: &Caller) -> Value {
+    let mut tools: Vec<Value> = state
+        .scheduler
+        .tools()
+        .filter(|info| caller.may_call(&info.name))
+        .map(tool_json)
+        .collect();
+    tools.extend(
+        builtin::TOOLS
+            .iter()
+            .filter(|tool| {
+                tool["name"]
+                    .as_str()
+                    .is_some_and(|name| caller.may_call(name))
+            })
+            .cloned(),
+    );
     json!({ "tools": tools })
+}
+
+/// The names of weir's own tools (the `runs` pack of a tokens file's
+/// `packs=`).
+pub fn builtin_tool_names() -> Vec<String> {
+    builtin::TOOLS
+        .iter()
+        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The refusal of a call of a tool `caller` may not call: the very error a
+/// tool that does not exist gets, naming only the tools it may call, so a
+/// caller learns nothing of the tools outside its scope.
+fn not_callable(state: &ServerState, caller: &Caller, name: &str) -> RpcError {
+    let available = state
+        .scheduler
+        .tools()
+        .map(|info| info.name.clone())
+        .filter(|tool| caller.may_call(tool))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let unknown = SubmitError::UnknownTool {
+        name: name.to_owned(),
+        available,
+    };
+    RpcError::invalid_params(unknown.to_string())
 }
 
 /// `tools/call`. Returns `None` when the client cancelled the call (no
@@ -56,6 +99,9 @@ pub(crate) async fn call(
         Some(object @ Value::Object(_)) => object.clone(),
         Some(_) => return Err(RpcError::invalid_params("\"arguments\" must be an object")),
     };
+    if !session.caller.may_call(&name) {
+        return Err(not_callable(state, &session.caller, &name));
+    }
     if let Some(result) = builtin::call(state, &session.caller, &name, &arguments).await {
         return result.map(Some);
     }
@@ -75,6 +121,7 @@ pub(crate) async fn call(
     let options = RunOptions {
         input_requests: answering.then_some(questions),
         owner: session.caller.owner(),
+        allowed_tools: session.caller.allowed_tools(),
         resume_record: streamed
             .then(|| session.stream_record(request_id, scope))
             .flatten(),

@@ -2,5 +2,6 @@
 //! against a real `redis-server` this binary starts (`server.rs`).
 
 mod contract;
+mod hostile;
 mod server;
 mod shared;

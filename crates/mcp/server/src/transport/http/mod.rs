@@ -69,12 +69,13 @@ pub fn router(server: McpServer, options: HttpOptions) -> Router {
 }
 
 /// The caller of a request the guard admitted, as the MCP handlers know
-/// it: the same name and the same admin flag, so the same runs.
+/// it: the same name, admin flag and tools, so the same runs and calls.
 fn caller_of(identity: &Identity) -> Caller {
-    match identity.name() {
+    let caller = match identity.name() {
         Some(name) => Caller::named(name, identity.is_admin()),
         None => Caller::local(),
-    }
+    };
+    caller.with_tools(identity.allowed_tools().cloned())
 }
 
 /// Binds `addr` and serves until the process ends. Calls `on_bound` with
