@@ -124,15 +124,28 @@ pub(crate) fn sdk_server_names(options: &AgentOptions) -> Vec<String> {
         .collect()
 }
 
-/// The CLI's arguments for `mode`.
+/// What to write to the CLI's stdin, then close it, in light mode: codex's
+/// prompt (its argument `-`). `None`: stdin is `/dev/null` (or, in
+/// control mode, the protocol).
+pub(crate) fn stdin_prompt(options: &AgentOptions, mode: Mode) -> Option<&str> {
+    match (&options.cli, mode) {
+        (CliKind::Codex, Mode::Light) => Some(&options.prompt),
+        _ => None,
+    }
+}
+
+/// The CLI's arguments for `mode`. No caller text stands where the CLI
+/// reads flags: the prompt goes after `--`, on stdin or glued to its flag
+/// (see [`crate::argv`]), and a model or session id has been checked by
+/// [`crate::argv::check`].
 pub(crate) fn args(options: &AgentOptions, mode: Mode) -> Vec<String> {
     let mut args: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| args.extend(items.iter().map(|item| (*item).to_owned()));
     match &options.cli {
         CliKind::Claude => {
-            match mode {
-                Mode::Light => push(&["-p", &options.prompt]),
-                Mode::Control => push(&["-p", "--input-format", "stream-json"]),
+            push(&["-p"]);
+            if mode == Mode::Control {
+                push(&["--input-format", "stream-json"]);
             }
             push(&["--output-format", "stream-json", "--verbose"]);
             if options.include_partial {
@@ -152,6 +165,11 @@ pub(crate) fn args(options: &AgentOptions, mode: Mode) -> Vec<String> {
                 push(&["--resume", session]);
             }
             args.extend(options.args.iter().cloned());
+            if mode == Mode::Light {
+                // After `--`, the prompt is text even when it reads
+                // `--version`; in control mode it goes on stdin.
+                args.extend(["--".to_owned(), options.prompt.clone()]);
+            }
         }
         CliKind::Codex => {
             // Outside a git repository codex refuses to run without it.
@@ -163,10 +181,15 @@ pub(crate) fn args(options: &AgentOptions, mode: Mode) -> Vec<String> {
             if let Some(thread) = &options.resume {
                 args.extend(["resume".to_owned(), thread.clone()]);
             }
-            args.push(options.prompt.clone());
+            // The prompt on stdin (see `stdin_prompt`): after `--` codex
+            // would still read a prompt `-` as "read stdin".
+            args.push("-".to_owned());
         }
         CliKind::Gemini => {
-            push(&["-p", &options.prompt, "--output-format", "stream-json"]);
+            // One argument: its parser cannot take the text for a flag,
+            // and ignores a prompt after `--`.
+            let prompt = format!("--prompt={}", options.prompt);
+            push(&[&prompt, "--output-format", "stream-json"]);
             if let Some(model) = &options.model {
                 push(&["-m", model]);
             }
@@ -175,4 +198,63 @@ pub(crate) fn args(options: &AgentOptions, mode: Mode) -> Vec<String> {
         CliKind::Custom { .. } => args.extend(options.args.iter().cloned()),
     }
     args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(cli: CliKind, prompt: &str) -> AgentOptions {
+        let mut options = AgentOptions::new(cli, prompt);
+        options.model = Some("m-1".into());
+        options
+    }
+
+    /// The prompt stands after `--`, on stdin, or glued to `--prompt=`:
+    /// nowhere a parser reads flags.
+    #[test]
+    fn a_prompt_never_stands_where_flags_are_read() {
+        let flag = "--dangerously-bypass-approvals-and-sandbox";
+        let claude = args(&options(CliKind::Claude, flag), Mode::Light);
+        assert_eq!(claude[claude.len() - 2..], ["--", flag]);
+        assert_eq!(claude.iter().filter(|arg| *arg == flag).count(), 1);
+        let control = args(&options(CliKind::Claude, flag), Mode::Control);
+        assert!(!control.iter().any(|arg| arg.contains(flag)), "{control:?}");
+
+        let codex = options(CliKind::Codex, flag);
+        let codex_args = args(&codex, Mode::Light);
+        assert_eq!(codex_args.last().map(String::as_str), Some("-"));
+        assert!(
+            !codex_args.iter().any(|arg| arg.contains(flag)),
+            "{codex_args:?}"
+        );
+        assert_eq!(stdin_prompt(&codex, Mode::Light), Some(flag));
+
+        let gemini = args(&options(CliKind::Gemini, flag), Mode::Light);
+        assert_eq!(gemini[0], format!("--prompt={flag}"));
+        assert!(!gemini.iter().any(|arg| arg == flag), "{gemini:?}");
+        assert_eq!(
+            stdin_prompt(&options(CliKind::Gemini, flag), Mode::Light),
+            None
+        );
+    }
+
+    #[test]
+    fn a_flag_shaped_model_or_session_is_refused() {
+        let mut bad = options(CliKind::Gemini, "hi");
+        bad.model = Some("--yolo".into());
+        let error = crate::argv::check(&bad).unwrap_err().to_string();
+        assert!(
+            error.contains("model \"--yolo\" is not accepted"),
+            "{error}"
+        );
+        let mut bad = options(CliKind::Claude, "hi");
+        bad.resume = Some("-x".into());
+        assert!(crate::argv::check(&bad).is_err());
+        let nul = options(CliKind::Claude, "a\0b");
+        assert!(crate::argv::check(&nul).is_err());
+        let mut fine = options(CliKind::Codex, "--version");
+        fine.resume = Some("0199a213-81c0-7800-8aa1-bbab2a035a53".into());
+        assert!(crate::argv::check(&fine).is_ok());
+    }
 }

@@ -41,6 +41,18 @@ pub enum AgentError {
         /// What to do instead.
         hint: &'static str,
     },
+    /// A caller's value that may not reach the CLI's command line (a
+    /// model or session id that could be read as a flag, a prompt with a
+    /// NUL).
+    #[error("the {what} {value} is not accepted: it must be {rule}")]
+    Invalid {
+        /// What it is: `model`, `session id`, `prompt`.
+        what: &'static str,
+        /// The value, quoted and shortened.
+        value: String,
+        /// What would be accepted.
+        rule: &'static str,
+    },
     /// The session has ended (or its input was closed): nothing more can be
     /// sent to it.
     #[error("the agent's session has ended; start a new one (or resume it by its session id)")]

@@ -14,6 +14,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`start`], [`AgentOptions`], [`CliKind`], [`HomeMode`], [`Transport`] | what to run, and starting it |
+//! | [`check_name`] | whether a model or session id may stand alone on a command line |
 //! | [`AgentSession`]: [`next`](AgentSession::next), [`interrupt`](AgentSession::interrupt), [`send`](AgentSession::send), [`kill`](AgentSession::kill) | a running agent |
 //! | [`AgentEvent`], [`AgentResult`], [`Usage`] | what it did |
 //! | [`PermissionPolicy`], [`ToolPermission`], [`Decision`] | Claude Code's `can_use_tool`, answered |
@@ -24,8 +25,8 @@
 //! | [`base_command`], [`ProcessGroup`] | the environment every CLI gets, and its group killed on drop |
 //!
 //! **Claude Code's two modes** (the router, [`Transport::Auto`]): light mode
-//! is `claude -p PROMPT --output-format stream-json --verbose
-//! [--include-partial-messages]` with stdin `/dev/null`; control mode adds
+//! is `claude -p --output-format stream-json --verbose
+//! [--include-partial-messages] -- PROMPT` with stdin `/dev/null`; control mode adds
 //! `--input-format stream-json`, sends the `initialize` handshake and the
 //! prompt as a `user` message on stdin, answers `can_use_tool` requests
 //! (with `--permission-prompt-tool stdio`), `mcp_message` requests for the
@@ -37,8 +38,16 @@
 //! an error answer naming it. The router picks control mode when the
 //! options ask for a permission policy, in-process MCP servers, hooks or
 //! several turns. Codex runs as `codex exec --json
-//! [resume ID] PROMPT`, the Gemini CLI as `gemini -p PROMPT --output-format
-//! stream-json`, both with stdin `/dev/null` (an open pipe makes them wait).
+//! [resume ID] -` with the prompt written to its stdin, which is then
+//! closed; the Gemini CLI as `gemini --prompt=PROMPT --output-format
+//! stream-json` with stdin `/dev/null` (an open pipe makes it wait).
+//!
+//! **No caller text becomes a flag.** The prompt never stands where a
+//! CLI's parser reads flags (after `--`, on stdin, or glued to
+//! `--prompt=`); a model or session id must pass [`check_name`] (no
+//! leading `-`, a short set of characters), else [`start`] refuses it with
+//! [`AgentError::Invalid`]. [`AgentOptions::args`] is the embedder's own
+//! and passes as it is: never put a caller's text there.
 //!
 //! **Ending.** [`AgentSession::interrupt`] asks Claude Code's control mode
 //! to stop the turn (it then ends with an error result); any other session
@@ -62,6 +71,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod argv;
 mod callbacks;
 mod command;
 mod control;
@@ -73,6 +83,7 @@ mod options;
 pub mod parse;
 mod session;
 
+pub use argv::check_name;
 pub use callbacks::{Hook, HookCall, HookCallback, SdkMcpServer};
 pub use command::{Mode, base_command};
 pub use error::AgentError;

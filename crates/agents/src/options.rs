@@ -15,9 +15,9 @@ use crate::{AgentEvent, Hook, SdkMcpServer};
 pub enum CliKind {
     /// Claude Code (`claude`): stream-json, light or control mode.
     Claude,
-    /// Codex (`codex exec --json`).
+    /// Codex (`codex exec --json -`, the prompt on stdin).
     Codex,
-    /// Gemini CLI (`gemini -p … --output-format stream-json`).
+    /// Gemini CLI (`gemini --prompt=… --output-format stream-json`).
     Gemini,
     /// Any command: run as `program args…` (the prompt is not added: put it
     /// in `args`), each stdout line given to `parser`.
@@ -107,7 +107,7 @@ pub enum Transport {
     /// of [`start`](crate::start).
     #[default]
     Auto,
-    /// `-p PROMPT --output-format stream-json`: one turn, stdin closed.
+    /// `-p --output-format stream-json -- PROMPT`: one turn, stdin closed.
     Light,
     /// `--input-format stream-json`: the `initialize` handshake,
     /// `can_use_tool` answered by the policy, `mcp_message` by the
@@ -167,14 +167,16 @@ pub struct AgentOptions {
     pub cli: CliKind,
     /// The prompt (the first turn's, in control mode).
     pub prompt: String,
-    /// The model, else the CLI's default.
+    /// The model, else the CLI's default. It must pass
+    /// [`check_name`](crate::check_name).
     pub model: Option<String>,
     /// The working directory.
     pub cwd: PathBuf,
     /// The program to run, else the CLI's name looked up on `PATH`.
     pub program: Option<PathBuf>,
-    /// More arguments, after the driver's own (before the prompt, for
-    /// codex).
+    /// More arguments, after the driver's own (before the prompt and
+    /// codex's `resume`), passed as they are: flags of the embedder's
+    /// choosing, never a caller's text (see [`check_name`](crate::check_name)).
     pub args: Vec<String>,
     /// More environment variables, set last.
     pub env: Vec<(String, String)>,
@@ -183,7 +185,8 @@ pub struct AgentOptions {
     /// Claude Code: `--include-partial-messages`, so text, thinking and tool
     /// input come as deltas while they are typed, not per content block.
     pub include_partial: bool,
-    /// A session (Claude Code) or thread (codex) to continue.
+    /// A session (Claude Code) or thread (codex) to continue. It must pass
+    /// [`check_name`](crate::check_name).
     pub resume: Option<String>,
     /// Claude Code: answers its `can_use_tool` requests (control mode).
     pub permission: Option<Arc<dyn PermissionPolicy>>,

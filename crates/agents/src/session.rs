@@ -62,6 +62,7 @@ enum Command {
 /// crash) comes as events.
 pub async fn start(options: AgentOptions) -> Result<AgentSession, AgentError> {
     let mode = command::route(&options)?;
+    crate::argv::check(&options)?;
     let (private, temp) = match &options.home {
         HomeMode::User => (None, None),
         HomeMode::Private(private) => (Some(private.clone()), None),
@@ -100,7 +101,8 @@ pub async fn start(options: AgentOptions) -> Result<AgentSession, AgentError> {
     let (stdout, stdout_writer) = std::io::pipe().map_err(setup)?;
     let (stderr, stderr_writer) = std::io::pipe().map_err(setup)?;
     command.stdout(stdout_writer).stderr(stderr_writer);
-    if mode == Mode::Control {
+    let stdin_prompt = command::stdin_prompt(&options, mode);
+    if mode == Mode::Control || stdin_prompt.is_some() {
         command.stdin(Stdio::piped());
     }
     let mut child = command.spawn().map_err(|source| AgentError::Spawn {
@@ -119,7 +121,18 @@ pub async fn start(options: AgentOptions) -> Result<AgentSession, AgentError> {
     let (events_sender, events) = mpsc::channel(QUEUE);
     let (commands, commands_receiver) = mpsc::unbounded_channel();
     let (answers_sender, answers) = mpsc::unbounded_channel();
-    let stdin = child.stdin.take();
+    let mut stdin = child.stdin.take();
+    if let (Some(prompt), Some(mut input)) = (stdin_prompt, stdin.take_if(|_| mode == Mode::Light))
+    {
+        // Written by a task of its own (a prompt larger than the pipe waits
+        // for the CLI to read it), then closed so the CLI sees its end. A
+        // CLI that exits first makes the write fail, which ends the task.
+        let prompt = prompt.to_owned();
+        tokio::spawn(async move {
+            let _ = input.write_all(prompt.as_bytes()).await;
+            let _ = input.shutdown().await;
+        });
+    }
     let mut driver = Driver {
         parser: Parser::new(&options.cli, options.include_partial, mode == Mode::Control),
         events: events_sender,

@@ -4,7 +4,7 @@
 //! | feature | pack | tools | `weir serve` options |
 //! |---|---|---|---|
 //! | `exec` | `weir-pack-exec` | `execute_code`, `validate_code`, `list_languages` | `--no-exec`, `--exec-sandbox` |
-//! | `critique` | `weir-pack-critique` | `roast`, `roast_codebase`, `roast_architecture`, `roast_security`, `roast_idea`, `agent_run`, `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl` |
+//! | `critique` | `weir-pack-critique` | `roast`, `roast_codebase`, `roast_architecture`, `roast_security`, `roast_idea`, `agent_run`, `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl`, `--root` |
 //! | `llmstxt` | `weir-pack-llmstxt` | `llmstxt_generate`, `llmstxt_validate` | `--llm-endpoint`, `--llm-model`, `--llm-api-key`, `--llm-timeout`, `--llm-idle-timeout`, `--llmstxt-clone-host`, `--root` |
 //! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach other servers through weir's client | — |
 //! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--codeintel-root` |
@@ -46,7 +46,7 @@ pub(crate) async fn enabled(
     }
     #[cfg(feature = "critique")]
     if !args.critique.no_critique {
-        packs.push(Box::new(critique(&args.critique)?));
+        packs.push(Box::new(critique(&args.critique, roots)?));
     }
     #[cfg(feature = "llmstxt")]
     packs.push(Box::new(llmstxt(&args.llm, roots)?));
@@ -137,7 +137,10 @@ async fn exec(
 }
 
 #[cfg(feature = "critique")]
-fn critique(args: &crate::cli::CritiqueArgs) -> anyhow::Result<weir_pack_critique::CritiquePack> {
+fn critique(
+    args: &crate::cli::CritiqueArgs,
+    roots: &Roots,
+) -> anyhow::Result<weir_pack_critique::CritiquePack> {
     use std::time::Duration;
     let mut env = Vec::new();
     if let Some(home) = &args.critique_home {
@@ -155,6 +158,10 @@ fn critique(args: &crate::cli::CritiqueArgs) -> anyhow::Result<weir_pack_critiqu
             cooldown_ms: args.critique_breaker_cooldown.saturating_mul(1000),
         },
         cache_ttl: Duration::from_secs(args.critique_cache_ttl),
+        // An agent works inside a root: the first, unless the call names
+        // another directory inside one.
+        work_dir: roots.dirs()[0].clone(),
+        roots: Some(roots.clone()),
         ..weir_pack_critique::CritiqueConfig::default()
     })
     .context("starting the critique tools (--no-critique leaves them out)")

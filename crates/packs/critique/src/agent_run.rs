@@ -1,7 +1,6 @@
 //! `agent_run`: one coding agent on one prompt, its normalized events
 //! streamed as partials.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -79,7 +78,7 @@ impl Tool for AgentRun {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "agent_run",
-            "Runs one coding-agent CLI (claude, codex or gemini) on a prompt and streams what it does as partial results: text as it is typed (group \"text\"), and each other normalized event — session start, tool use and result, permission request, message, result, error — as a structured item (group \"events\"). With weir_tools (claude only), the agent may call those tools of this server as mcp__weir__TOOL, each call a child run of this run; its other tools that need permission are refused. The result is the agent's last message with its usage, cost and session id; a failed agent fails the call, saying why.",
+            "Runs one coding-agent CLI (claude, codex or gemini) on a prompt and streams what it does as partial results: text as it is typed (group \"text\"), and each other normalized event — session start, tool use and result, permission request, message, result, error — as a structured item (group \"events\"). With weir_tools (claude only), the agent may call those tools of this server as mcp__weir__TOOL, each call a child run of this run; its other tools that need permission are refused. The agent works in cwd, a directory inside the server's roots (else the first root). The result is the agent's last message with its usage, cost and session id; a failed agent fails the call, saying why.",
             args::agent_run_schema(),
         );
         info.output_schema = Some(json!({
@@ -105,7 +104,7 @@ impl Tool for AgentRun {
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
         let shared = &self.0;
-        let call = AgentRunArgs::parse(arguments)?;
+        let call = AgentRunArgs::parse(arguments, &shared.roots)?;
         let model = call
             .model
             .clone()
@@ -115,9 +114,11 @@ impl Tool for AgentRun {
             call.prompt,
         );
         options.model = model.clone();
+        // Inside a root (checked by the arguments), else the default one.
         options.cwd = call
-            .cwd
-            .map_or_else(|| shared.config.work_dir.clone(), PathBuf::from);
+            .work_dir
+            .clone()
+            .unwrap_or_else(|| shared.work_dir.clone());
         options.env = shared.config.env.clone();
         options.transport = Transport::Light;
         options.timeout = Some(shared.config.agent_timeout);

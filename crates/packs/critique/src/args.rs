@@ -7,17 +7,46 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use weir_core::{FailureCode, RunError};
+use weir_runtime::{Roots, RootsError};
 
 use crate::paging::Cursor;
 
 /// Largest `content` (and `context`), in bytes.
 pub(crate) const MAX_CONTENT_BYTES: usize = 1 << 20;
+/// What a model name looks like (`weir_agents::check_name`), for the
+/// schemas.
+pub(crate) const MODEL_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$";
 /// The CLIs `clis` may name.
 pub(crate) const KNOWN_CLIS: &[&str] = &["claude", "codex", "gemini"];
 
 /// A tool-level error for bad arguments.
 pub(crate) fn invalid(message: impl Into<String>) -> RunError {
     RunError::new(FailureCode::InvalidArguments, message)
+}
+
+/// `named` (the argument `field`), resolved inside one of `roots`: a path
+/// the agents may work in. Anything else is refused, naming the field.
+pub(crate) fn in_roots(field: &str, named: &str, roots: &Roots) -> Result<PathBuf, RunError> {
+    roots.resolve(named).map_err(|error| {
+        let relative_to = roots.dirs()[0].display();
+        match error {
+            RootsError::NotFound { .. } | RootsError::Empty => invalid(format!(
+                "{field} {named} does not exist on the server (a path inside {}: absolute, or relative to {relative_to})",
+                roots.describe()
+            )),
+            other => {
+                let mut error = RunError::from(other);
+                error.message = format!("{field}: {}", error.message);
+                error
+            }
+        }
+    })
+}
+
+/// `model` (the argument `field`), checked to be a model name that cannot
+/// be read as a flag on the agent's command line.
+pub(crate) fn check_model(field: &str, model: &str) -> Result<(), RunError> {
+    weir_agents::check_name("model", model).map_err(|error| invalid(format!("{field}: {error}")))
 }
 
 /// What a preset asks the agents to do, and which input it needs.
@@ -177,6 +206,8 @@ pub(crate) struct RunRequest {
 pub(crate) struct Defaults<'a> {
     pub(crate) clis: &'a [String],
     pub(crate) page_bytes: usize,
+    /// Where a `target` may be.
+    pub(crate) roots: &'a Roots,
 }
 
 /// Parses and checks a call of `preset`'s tool.
@@ -275,15 +306,7 @@ pub(crate) fn parse(
     }
     let target = match &args.target {
         Some(target) if target.trim().is_empty() => return Err(invalid("target is empty")),
-        Some(target) => {
-            let path = PathBuf::from(target);
-            if !path.exists() {
-                return Err(invalid(format!(
-                    "target {target} does not exist on the server (a path to a file or directory, absolute or relative to the server's working directory)"
-                )));
-            }
-            Some(path.canonicalize().unwrap_or(path))
-        }
+        Some(target) => Some(in_roots("target", target, defaults.roots)?),
         None => None,
     };
     let clis = args.clis.unwrap_or_else(|| defaults.clis.to_vec());
@@ -320,6 +343,7 @@ pub(crate) fn parse(
         if model.trim().is_empty() {
             return Err(invalid(format!("models.{cli} is empty")));
         }
+        check_model(&format!("models.{cli}"), &model)?;
         agent.1 = Some(model);
     }
     let max_parallel = match args.max_parallel {
@@ -348,11 +372,11 @@ pub(crate) fn roast_schema(preset: Preset) -> Value {
     json!({
         "type": "object",
         "properties": {
-            "target": {"type": "string", "description": "A file or directory on the server to review; the agents run there (read-only by instruction). Absolute, or relative to the server's working directory."},
+            "target": {"type": "string", "description": "A file or directory on the server to review, inside the server's roots (`weir serve --root`): absolute, or relative to the first root. The agents run there (read-only by instruction)."},
             "content": {"type": "string", "description": "Text to critique (an idea, a design, a diff), or with resume the follow-up.", "maxLength": MAX_CONTENT_BYTES},
             "context": {"type": "string", "description": "Background the agents should know: goals, constraints, what to focus on.", "maxLength": MAX_CONTENT_BYTES},
             "clis": {"type": "array", "items": {"type": "string", "enum": KNOWN_CLIS}, "minItems": 1, "uniqueItems": true, "description": "Which agents critique, in parallel; the server's configured set when absent."},
-            "models": {"type": "object", "additionalProperties": {"type": "string"}, "description": "A model per CLI, e.g. {\"gemini\": \"gemini-2.5-flash\"}; else the server's choice or the CLI's default."},
+            "models": {"type": "object", "additionalProperties": {"type": "string", "pattern": MODEL_PATTERN}, "description": "A model per CLI, e.g. {\"gemini\": \"gemini-2.5-flash\"}; else the server's choice or the CLI's default."},
             "max_parallel": {"type": "integer", "minimum": 1, "description": "Most agents running at once (the server's limit caps it)."},
             "context_id": {"type": "string", "description": "A report's id, from an earlier result: alone (with offset/limit) it pages that report; with resume it continues the critique."},
             "resume": {"type": "boolean", "description": "Continue the critique of context_id with content as the follow-up; the agents see the earlier report."},
@@ -374,16 +398,21 @@ pub(crate) struct AgentRunArgs {
     pub(crate) prompt: String,
     #[serde(default)]
     pub(crate) model: Option<String>,
+    /// As sent; [`AgentRunArgs::parse`] resolves it into `work_dir`.
     #[serde(default)]
-    pub(crate) cwd: Option<String>,
+    cwd: Option<String>,
     /// Tools of this server offered to the agent (Claude Code only).
     #[serde(default)]
     pub(crate) weir_tools: Vec<String>,
+    /// `cwd` resolved inside a root (canonical), if given.
+    #[serde(skip)]
+    pub(crate) work_dir: Option<PathBuf>,
 }
 
 impl AgentRunArgs {
-    pub(crate) fn parse(arguments: Value) -> Result<AgentRunArgs, RunError> {
-        let args: AgentRunArgs = serde_json::from_value(arguments)
+    /// The arguments, checked; `cwd` must resolve inside one of `roots`.
+    pub(crate) fn parse(arguments: Value, roots: &Roots) -> Result<AgentRunArgs, RunError> {
+        let mut args: AgentRunArgs = serde_json::from_value(arguments)
             .map_err(|error| invalid(format!("invalid arguments: {error}")))?;
         if !KNOWN_CLIS.contains(&args.cli.as_str()) {
             return Err(invalid(format!(
@@ -400,12 +429,17 @@ impl AgentRunArgs {
                 "prompt is larger than {MAX_CONTENT_BYTES} bytes"
             )));
         }
-        if let Some(cwd) = &args.cwd
-            && !std::path::Path::new(cwd).is_dir()
-        {
-            return Err(invalid(format!(
-                "cwd {cwd} is not a directory on the server"
-            )));
+        if let Some(model) = &args.model {
+            check_model("model", model)?;
+        }
+        if let Some(cwd) = &args.cwd {
+            let dir = in_roots("cwd", cwd, roots)?;
+            if !dir.is_dir() {
+                return Err(invalid(format!(
+                    "cwd {cwd} is not a directory on the server"
+                )));
+            }
+            args.work_dir = Some(dir);
         }
         if !args.weir_tools.is_empty() && args.cli != "claude" {
             return Err(invalid(format!(
@@ -423,8 +457,8 @@ pub(crate) fn agent_run_schema() -> Value {
         "properties": {
             "cli": {"type": "string", "enum": KNOWN_CLIS, "description": "The coding-agent CLI to run."},
             "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_BYTES, "description": "The prompt."},
-            "model": {"type": "string", "description": "The model; else the server's choice or the CLI's default."},
-            "cwd": {"type": "string", "description": "The agent's working directory on the server; else the server's."},
+            "model": {"type": "string", "pattern": MODEL_PATTERN, "description": "The model; else the server's choice or the CLI's default."},
+            "cwd": {"type": "string", "description": "The agent's working directory on the server: a directory inside the server's roots (`weir serve --root`), absolute or relative to the first; else the first root."},
             "weir_tools": {"type": "array", "items": {"type": "string"}, "uniqueItems": true, "description": "claude only: tools of this server offered to the agent as the in-process MCP server `weir` (it calls them as mcp__weir__TOOL); each call is a child run of this run."}
         },
         "required": ["cli", "prompt"],
@@ -436,11 +470,26 @@ pub(crate) fn agent_run_schema() -> Value {
 mod tests {
     use super::*;
 
+    /// A root holding `inside/` and `file.rs`, beside `outside/`.
+    fn roots() -> &'static Roots {
+        static ROOTS: std::sync::OnceLock<Roots> = std::sync::OnceLock::new();
+        ROOTS.get_or_init(|| {
+            let dir =
+                std::env::temp_dir().join(format!("weir-critique-args-{}", std::process::id()));
+            for sub in ["root/inside", "outside"] {
+                std::fs::create_dir_all(dir.join(sub)).unwrap();
+            }
+            std::fs::write(dir.join("root/file.rs"), "fn main() {}").unwrap();
+            Roots::new([dir.join("root")]).unwrap()
+        })
+    }
+
     fn defaults() -> Defaults<'static> {
         static CLIS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
         Defaults {
             clis: CLIS.get_or_init(|| vec!["claude".into(), "gemini".into()]),
             page_bytes: 100,
+            roots: roots(),
         }
     }
 
@@ -554,12 +603,15 @@ mod tests {
     fn weir_tools_are_for_claude_only() {
         let args = AgentRunArgs::parse(
             json!({"cli": "claude", "prompt": "hi", "weir_tools": ["critique_status"]}),
+            roots(),
         )
         .unwrap();
         assert_eq!(args.weir_tools, ["critique_status"]);
-        let error =
-            AgentRunArgs::parse(json!({"cli": "codex", "prompt": "hi", "weir_tools": ["x"]}))
-                .unwrap_err();
+        let error = AgentRunArgs::parse(
+            json!({"cli": "codex", "prompt": "hi", "weir_tools": ["x"]}),
+            roots(),
+        )
+        .unwrap_err();
         assert!(error.message.contains("only claude"), "{}", error.message);
         assert!(
             weir_core::check_arguments(
@@ -567,6 +619,76 @@ mod tests {
                 &json!({"cli": "claude", "prompt": "hi", "weir_tools": ["critique_status"]})
             )
             .is_ok()
+        );
+    }
+
+    #[test]
+    fn paths_must_be_inside_the_roots() {
+        let root = &roots().dirs()[0];
+        let Request::Run(run) =
+            parse(Preset::Codebase, json!({"target": "file.rs"}), &defaults()).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(run.target, Some(root.join("file.rs")));
+        for target in ["../outside", "/", "inside/../.."] {
+            let message = error(Preset::Codebase, json!({ "target": target }));
+            assert!(
+                message.starts_with("target: ") && message.contains("--root"),
+                "{target}: {message}"
+            );
+        }
+        let args = AgentRunArgs::parse(
+            json!({"cli": "claude", "prompt": "hi", "cwd": "inside"}),
+            roots(),
+        )
+        .unwrap();
+        assert_eq!(args.work_dir, Some(root.join("inside")));
+        let error = AgentRunArgs::parse(
+            json!({"cli": "claude", "prompt": "hi", "cwd": root.join("../outside")}),
+            roots(),
+        )
+        .unwrap_err();
+        assert_eq!(error.code, FailureCode::InvalidArguments);
+        assert!(
+            error.message.starts_with("cwd: ") && error.message.contains("outside"),
+            "{}",
+            error.message
+        );
+        let error = AgentRunArgs::parse(
+            json!({"cli": "claude", "prompt": "hi", "cwd": "file.rs"}),
+            roots(),
+        )
+        .unwrap_err();
+        assert!(
+            error.message.contains("not a directory"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn a_model_that_reads_like_a_flag_is_refused() {
+        let refused = AgentRunArgs::parse(
+            json!({"cli": "gemini", "prompt": "hi", "model": "--yolo"}),
+            roots(),
+        )
+        .unwrap_err();
+        assert!(
+            refused
+                .message
+                .starts_with("model: the model \"--yolo\" is not accepted"),
+            "{}",
+            refused.message
+        );
+        let message = error(
+            Preset::Idea,
+            json!({"content": "x", "models": {"gemini": "-m"}}),
+        );
+        assert!(message.starts_with("models.gemini: "), "{message}");
+        // A prompt that reads like a flag is just text.
+        assert!(
+            AgentRunArgs::parse(json!({"cli": "codex", "prompt": "--version"}), roots()).is_ok()
         );
     }
 }

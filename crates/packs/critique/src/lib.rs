@@ -48,6 +48,17 @@
 //! agent may call them without asking, and any other tool that needs
 //! permission is refused.
 //!
+//! **Where agents work, and what reaches their command line.** A call's
+//! `cwd` (`agent_run`) or `target` (a roast) is resolved — made absolute
+//! against the first root, every symlink followed — and refused unless it
+//! lies inside one of [`CritiqueConfig::roots`] (`weir serve --root`); a
+//! call that names none runs in [`CritiqueConfig::work_dir`], itself inside
+//! the roots. An agent's own tools may still reach past its working
+//! directory as far as its CLI allows (its permission rules, its sandbox):
+//! the roots choose where it starts, they are no sandbox. Prompts never
+//! stand where a CLI reads flags, and a model must pass
+//! [`weir_agents::check_name`] (refused otherwise, naming the field).
+//!
 //! **Cancellation.** Cancelling a run drops its future, which drops every
 //! agent session, which kills each agent's whole process group.
 //!
@@ -82,7 +93,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir_core::{BreakerConfig, BreakerSnapshot, CircuitBreaker};
-use weir_runtime::{Pack, Tool};
+use weir_runtime::{Pack, Roots, RootsError, Tool};
 
 use crate::cache::TtlCache;
 use crate::report::Report;
@@ -99,8 +110,12 @@ pub struct CritiqueConfig {
     /// Environment variables every agent gets on top of weir's own (e.g. a
     /// `HOME`, a base URL, an API key).
     pub env: Vec<(String, String)>,
-    /// The working directory of agents whose call has no `target`.
+    /// The working directory of agents whose call names none (no `cwd`,
+    /// no `target`); it must lie inside `roots`.
     pub work_dir: PathBuf,
+    /// The directories a call may name as an agent's `cwd` or a roast's
+    /// `target` (`weir serve --root`); `None`: `work_dir` alone.
+    pub roots: Option<Roots>,
     /// Most agents running at once in one roast (a call may ask fewer).
     pub max_parallel: usize,
     /// Killed (the whole process group) after this long.
@@ -125,6 +140,7 @@ impl Default for CritiqueConfig {
             models: BTreeMap::new(),
             env: Vec::new(),
             work_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            roots: None,
             max_parallel: 3,
             agent_timeout: Duration::from_secs(15 * 60),
             breaker: BreakerConfig::default(),
@@ -144,6 +160,11 @@ pub struct CritiquePack {
 /// What the pack's tools share.
 pub(crate) struct Shared {
     pub(crate) config: CritiqueConfig,
+    /// Where agents may work.
+    pub(crate) roots: Roots,
+    /// Where an agent whose call names no directory works: `work_dir`,
+    /// resolved inside `roots`.
+    pub(crate) work_dir: PathBuf,
     /// Per CLI: its breaker and the last failure, for the breaker's message.
     pub(crate) breakers: Mutex<HashMap<String, (CircuitBreaker, Option<String>)>>,
     /// Finished critiques by the hash of their arguments.
@@ -188,6 +209,22 @@ pub enum ConfigError {
     /// No default agents.
     #[error("no default agents: name at least one of claude, codex, gemini")]
     NoClis,
+    /// A configured model that cannot be passed to its CLI.
+    #[error("the model for {cli}: {error}")]
+    BadModel {
+        /// The CLI.
+        cli: String,
+        /// Why.
+        error: weir_agents::AgentError,
+    },
+    /// The roots, or the default working directory, cannot be used.
+    #[error("the agents' default working directory {}: {error}", work_dir.display())]
+    WorkDir {
+        /// The directory.
+        work_dir: PathBuf,
+        /// Why.
+        error: RootsError,
+    },
 }
 
 impl CritiquePack {
@@ -197,7 +234,8 @@ impl CritiquePack {
     /// # Errors
     ///
     /// When `config` names a CLI (in `clis` or `models`) the pack does not
-    /// drive, or no default agent.
+    /// drive, no default agent, a model that could be read as a flag
+    /// ([`weir_agents::check_name`]), or a `work_dir` outside `roots`.
     pub fn new(config: CritiqueConfig) -> Result<CritiquePack, ConfigError> {
         if config.clis.is_empty() {
             return Err(ConfigError::NoClis);
@@ -210,11 +248,30 @@ impl CritiquePack {
         {
             return Err(ConfigError::UnknownCli(unknown.clone()));
         }
+        for (cli, model) in &config.models {
+            weir_agents::check_name("model", model).map_err(|error| ConfigError::BadModel {
+                cli: cli.clone(),
+                error,
+            })?;
+        }
+        let work_dir_error = |error| ConfigError::WorkDir {
+            work_dir: config.work_dir.clone(),
+            error,
+        };
+        let roots = match &config.roots {
+            Some(roots) => roots.clone(),
+            None => Roots::new([&config.work_dir]).map_err(work_dir_error)?,
+        };
+        let work_dir = roots
+            .resolve(&config.work_dir.to_string_lossy())
+            .map_err(work_dir_error)?;
         let ttl = u64::try_from(config.cache_ttl.as_millis()).unwrap_or(u64::MAX);
         let entries = config.cache_entries;
         Ok(CritiquePack {
             shared: Arc::new(Shared {
                 config,
+                roots,
+                work_dir,
                 breakers: Mutex::new(HashMap::new()),
                 cache: Mutex::new(TtlCache::new(ttl, entries)),
                 reports: Mutex::new(TtlCache::new(ttl, entries)),

@@ -54,6 +54,7 @@ impl Tool for Roast {
         let defaults = Defaults {
             clis: &shared.config.clis,
             page_bytes: shared.config.page_bytes,
+            roots: &shared.roots,
         };
         match args::parse(self.preset, arguments, &defaults)? {
             Request::Page {
@@ -174,7 +175,7 @@ impl Roast {
             }
         }
 
-        let cwd = working_dir(request.target.as_deref(), &shared.config.work_dir);
+        let cwd = working_dir(request.target.as_deref(), &shared.work_dir);
         let prompt = prompt(self.preset, &request, previous.as_deref());
         let parallel = request
             .max_parallel
