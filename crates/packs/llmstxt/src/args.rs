@@ -75,7 +75,7 @@ pub(crate) fn generate(arguments: Value) -> Result<Generate, RunError> {
     let args: GenerateArgs = parse(arguments)?;
     if args.source.trim().is_empty() {
         return Err(invalid(
-            "source is empty: give a directory on the server or a git URL".into(),
+            "source is empty: give a directory inside the server's roots or an allowed https:// git URL".into(),
         ));
     }
     Ok(Generate {
@@ -102,7 +102,7 @@ pub(crate) fn generate_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "source": {"type": "string", "description": "The repository: a directory on the server's machine, or a git URL (https://, ssh://, git@host:, file://), cloned shallowly for this run."},
+            "source": {"type": "string", "description": "The repository: a directory inside the server's roots (absolute, or relative to the first root), or an https:// git URL of a host the operator allows (weir serve --llmstxt-clone-host), cloned shallowly for this run. Other URLs (file://, ssh://, git@host:, http://, an IP address) are refused."},
             "name": {"type": "string", "description": "The project's name (the H1); default: the root manifest's name, the README's title, or the directory's name."},
             "base_url": {"type": "string", "description": "Prefix of every link, e.g. https://host/me/repo/blob/main/; default: links are paths relative to the repository's root."},
             "use_model": {"type": "boolean", "default": true, "description": "Ask the configured model for the summary and the notes; false writes the deterministic fallback even when a model is configured."},
@@ -194,7 +194,7 @@ pub(crate) fn validate(arguments: Value) -> Result<(Subject, Format), RunError> 
         (None, Some(path)) => Subject::Path(path),
         _ => {
             return Err(invalid(
-                "give exactly one of text (the file's content) and path (a file on the server)"
+                "give exactly one of text (the file's content) and path (a file inside the server's roots)"
                     .into(),
             ));
         }
@@ -207,7 +207,7 @@ pub(crate) fn validate_schema() -> Value {
         "type": "object",
         "properties": {
             "text": {"type": "string", "description": "The file's content."},
-            "path": {"type": "string", "description": "A file on the server's machine, instead of text."},
+            "path": {"type": "string", "description": "A file inside the server's roots (absolute, or relative to the first root), instead of text."},
             "format": {"type": "string", "enum": ["llms.txt", "llms-full.txt", "llms-ctx.txt"], "description": "Which format to check; default: what path's file name says, else llms.txt."},
         },
         "additionalProperties": false,

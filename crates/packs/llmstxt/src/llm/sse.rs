@@ -205,7 +205,7 @@ mod tests {
         );
         // The same at the stream's end.
         let mut parser = SseParser::new(16);
-        assert!(parser.push(b"data: 0123456789\ndata: 0123").is_ok());
+        assert!(parser.push(b"data: 0123456789\ndata: 01234567").is_ok());
         assert_eq!(parser.finish(), Err(Overflow { limit: 16 }));
         // Exactly the limit is fine, and so are many short events.
         let mut parser = SseParser::new(16);

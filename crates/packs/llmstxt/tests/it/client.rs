@@ -282,3 +282,153 @@ async fn an_unreachable_endpoint_is_retried_then_named() {
         Err(LlmError::BadEndpoint { .. })
     ));
 }
+
+/// The client with small bounds, so that each is reached in a few steps.
+fn bounded(url: &str) -> ChatConfig {
+    ChatConfig {
+        max_line_bytes: 256,
+        max_body_bytes: 4096,
+        total_timeout: Duration::from_secs(3),
+        retries: 0,
+        ..config(url)
+    }
+}
+
+#[tokio::test]
+async fn each_bound_ends_the_call_with_its_own_error_and_closes_the_connection() {
+    // One line with no end.
+    let server = Scripted::start(vec![Reply::Stream(vec![
+        Step::Send(format!("data: {}", "a".repeat(300))),
+        Step::Hold,
+    ])])
+    .await;
+    let client = ChatClient::new(bounded(&server.url)).unwrap();
+    let left = server.client_left.notified();
+    let (_, ending) = collect(&client).await;
+    let error = ending.unwrap_err();
+    assert!(
+        matches!(error, LlmError::LineTooLong { limit: 256, .. }),
+        "{error}"
+    );
+    assert!(error.is_bound());
+    tokio::time::timeout(Duration::from_secs(2), left)
+        .await
+        .expect("the connection is closed");
+
+    // Keep-alives past the body's bound.
+    let server = Scripted::start(vec![Reply::Stream(vec![
+        token("Hi"),
+        Step::Send(": keep-alive\n\n".repeat(400)),
+        Step::Hold,
+    ])])
+    .await;
+    let client = ChatClient::new(bounded(&server.url)).unwrap();
+    let (tokens, ending) = collect(&client).await;
+    assert_eq!(tokens, ["Hi"]);
+    let error = ending.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            LlmError::BodyTooLarge {
+                limit: 4096,
+                tokens: 1
+            }
+        ),
+        "{error}"
+    );
+
+    // More pieces than max_tokens (16) allows.
+    let server = Scripted::start(vec![Reply::Stream(
+        (0..100).map(|_| token("w ")).chain([Step::Hold]).collect(),
+    )])
+    .await;
+    let client = ChatClient::new(ChatConfig {
+        max_body_bytes: 1 << 20,
+        ..bounded(&server.url)
+    })
+    .unwrap();
+    let (tokens, ending) = collect(&client).await;
+    let error = ending.unwrap_err();
+    assert!(
+        matches!(error, LlmError::AnswerTooLong { max_tokens: 16, .. }),
+        "{error}"
+    );
+    assert_eq!(tokens.len(), 16 + 4 + 8, "{error}");
+    // One piece of more characters than 16 tokens make.
+    let server = Scripted::start(vec![answer(&[&"long ".repeat(200)])]).await;
+    let client = ChatClient::new(ChatConfig {
+        max_line_bytes: 1 << 20,
+        ..bounded(&server.url)
+    })
+    .unwrap();
+    let (tokens, ending) = collect(&client).await;
+    assert!(tokens.is_empty());
+    assert!(
+        matches!(ending, Err(LlmError::AnswerTooLong { .. })),
+        "{ending:?}"
+    );
+
+    // A keep-alive now and then, forever: the total time ends it.
+    let server = Scripted::start(vec![Reply::Stream(
+        [token("Hi")]
+            .into_iter()
+            .chain((0..100).flat_map(|_| [Step::Sleep(100), Step::Send(": ping\n\n".into())]))
+            .collect(),
+    )])
+    .await;
+    let client = ChatClient::new(bounded(&server.url)).unwrap();
+    let started = Instant::now();
+    let (_, ending) = collect(&client).await;
+    let error = ending.unwrap_err();
+    assert!(
+        matches!(error, LlmError::TimedOut { tokens: 1, .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("longer than 3 s"), "{error}");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_error_body_is_read_only_in_part() {
+    let body: &'static str = Box::leak("x".repeat(1 << 20).into_boxed_str());
+    let server = Scripted::start(vec![Reply::Status(500, body)]).await;
+    let client = ChatClient::new(bounded(&server.url)).unwrap();
+    let (_, ending) = collect(&client).await;
+    match ending {
+        Err(LlmError::Status { status: 500, body }) => assert_eq!(body.len(), 300),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn retries_stop_at_the_total_time() {
+    // Every attempt waits out its first-token timeout; the total is shorter
+    // than three of them.
+    let server = Scripted::start(vec![Reply::Stream(vec![Step::Hold])]).await;
+    let client = ChatClient::new(ChatConfig {
+        first_token_timeout: Duration::from_millis(800),
+        total_timeout: Duration::from_secs(1),
+        retries: 5,
+        ..config(&server.url)
+    })
+    .unwrap();
+    let started = Instant::now();
+    let error = client.start(&request()).await.err().unwrap();
+    assert!(
+        matches!(
+            error,
+            LlmError::TimedOut { .. } | LlmError::FirstTokenTimeout(_)
+        ),
+        "{error}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(server.requests() <= 2, "{}", server.requests());
+}
