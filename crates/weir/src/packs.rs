@@ -46,7 +46,11 @@ pub(crate) async fn enabled(
     }
     #[cfg(feature = "critique")]
     if !args.critique.no_critique {
-        packs.push(Box::new(critique(&args.critique, roots)?));
+        // No agent works in or above weir's own data or credentials.
+        let private = std::iter::once(data_dir.to_owned())
+            .chain(args.tokens_file.clone())
+            .collect();
+        packs.push(Box::new(critique(&args.critique, roots, private)?));
     }
     #[cfg(feature = "llmstxt")]
     packs.push(Box::new(llmstxt(&args.llm, roots)?));
@@ -140,6 +144,7 @@ async fn exec(
 fn critique(
     args: &crate::cli::CritiqueArgs,
     roots: &Roots,
+    private: Vec<std::path::PathBuf>,
 ) -> anyhow::Result<weir_pack_critique::CritiquePack> {
     use std::time::Duration;
     let mut env = Vec::new();
@@ -162,6 +167,7 @@ fn critique(
         // another directory inside one.
         work_dir: roots.dirs()[0].clone(),
         roots: Some(roots.clone()),
+        private,
         ..weir_pack_critique::CritiqueConfig::default()
     })
     .context("starting the critique tools (--no-critique leaves them out)")

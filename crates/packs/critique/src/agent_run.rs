@@ -119,6 +119,12 @@ impl Tool for AgentRun {
             .work_dir
             .clone()
             .unwrap_or_else(|| shared.work_dir.clone());
+        let what = if call.work_dir.is_some() {
+            "cwd"
+        } else {
+            crate::DEFAULT_DIR
+        };
+        shared.check_work_dir(what, &options.cwd)?;
         options.env = shared.config.env.clone();
         options.transport = Transport::Light;
         options.timeout = Some(shared.config.agent_timeout);

@@ -55,7 +55,10 @@
 //! call that names none runs in [`CritiqueConfig::work_dir`], itself inside
 //! the roots. An agent's own tools may still reach past its working
 //! directory as far as its CLI allows (its permission rules, its sandbox):
-//! the roots choose where it starts, they are no sandbox. Prompts never
+//! the roots choose where it starts, they are no sandbox. A working
+//! directory that is, lies inside or holds one of
+//! [`CritiqueConfig::private`] (weir's data directory and tokens file) is
+//! refused too, even inside a root. Prompts never
 //! stand where a CLI reads flags, and a model must pass
 //! [`weir_agents::check_name`] (refused otherwise, naming the field).
 //!
@@ -88,15 +91,19 @@ mod status;
 mod weir_tools;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weir_core::{BreakerConfig, BreakerSnapshot, CircuitBreaker};
+use weir_core::{BreakerConfig, BreakerSnapshot, CircuitBreaker, FailureCode, RunError};
 use weir_runtime::{Pack, Roots, RootsError, Tool};
 
 use crate::cache::TtlCache;
 use crate::report::Report;
+
+/// How messages name the directory an agent works in when its call names
+/// none.
+pub(crate) const DEFAULT_DIR: &str = "the agents' default working directory (the first --root)";
 
 /// How the pack runs agents. [`CritiqueConfig::default`] runs all three
 /// CLIs with their default models and the user's environment.
@@ -116,6 +123,11 @@ pub struct CritiqueConfig {
     /// The directories a call may name as an agent's `cwd` or a roast's
     /// `target` (`weir serve --root`); `None`: `work_dir` alone.
     pub roots: Option<Roots>,
+    /// Paths no agent may work in or above (weir's data directory, its
+    /// tokens file): a working directory that is one of them, lies inside
+    /// one or holds one is refused, since the agent reads what is under
+    /// its working directory without asking.
+    pub private: Vec<PathBuf>,
     /// Most agents running at once in one roast (a call may ask fewer).
     pub max_parallel: usize,
     /// Killed (the whole process group) after this long.
@@ -141,6 +153,7 @@ impl Default for CritiqueConfig {
             env: Vec::new(),
             work_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             roots: None,
+            private: Vec::new(),
             max_parallel: 3,
             agent_timeout: Duration::from_secs(15 * 60),
             breaker: BreakerConfig::default(),
@@ -165,6 +178,8 @@ pub(crate) struct Shared {
     /// Where an agent whose call names no directory works: `work_dir`,
     /// resolved inside `roots`.
     pub(crate) work_dir: PathBuf,
+    /// `private`, each resolved where it exists.
+    pub(crate) private: Vec<PathBuf>,
     /// Per CLI: its breaker and the last failure, for the breaker's message.
     pub(crate) breakers: Mutex<HashMap<String, (CircuitBreaker, Option<String>)>>,
     /// Finished critiques by the hash of their arguments.
@@ -192,6 +207,30 @@ impl Shared {
             .entry(cli.to_owned())
             .or_insert_with(|| (CircuitBreaker::new(self.config.breaker), None));
         f(breaker, last_error)
+    }
+
+    /// Refuses `dir` (an agent's working directory, named in messages by
+    /// `what`: its argument, or [`DEFAULT_DIR`]) when it is, lies inside,
+    /// or holds one of the private paths.
+    pub(crate) fn check_work_dir(&self, what: &str, dir: &Path) -> Result<(), RunError> {
+        let Some(private) = self
+            .private
+            .iter()
+            .find(|private| dir.starts_with(private) || private.starts_with(dir))
+        else {
+            return Ok(());
+        };
+        Err(RunError::new(
+            FailureCode::InvalidArguments,
+            format!(
+                "{what}: an agent working in {} could read {}, which holds this server's own data or credentials",
+                dir.display(),
+                private.display()
+            ),
+        )
+        .with_remediation(
+            "name a directory that neither holds nor lies inside it (the operator can keep weir's data directory and tokens file outside the --root directories)",
+        ))
     }
 
     pub(crate) fn breaker_snapshot(&self, cli: &str) -> BreakerSnapshot {
@@ -265,6 +304,16 @@ impl CritiquePack {
         let work_dir = roots
             .resolve(&config.work_dir.to_string_lossy())
             .map_err(work_dir_error)?;
+        // Resolved as the working directories are, so that a symlink in
+        // either path does not hide one inside the other.
+        let private = config
+            .private
+            .iter()
+            .map(|path| {
+                std::fs::canonicalize(path)
+                    .unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.clone()))
+            })
+            .collect();
         let ttl = u64::try_from(config.cache_ttl.as_millis()).unwrap_or(u64::MAX);
         let entries = config.cache_entries;
         Ok(CritiquePack {
@@ -272,6 +321,7 @@ impl CritiquePack {
                 config,
                 roots,
                 work_dir,
+                private,
                 breakers: Mutex::new(HashMap::new()),
                 cache: Mutex::new(TtlCache::new(ttl, entries)),
                 reports: Mutex::new(TtlCache::new(ttl, entries)),

@@ -176,6 +176,13 @@ impl Roast {
         }
 
         let cwd = working_dir(request.target.as_deref(), &shared.work_dir);
+        match &request.target {
+            Some(target) => {
+                shared.check_work_dir("target", target)?;
+                shared.check_work_dir("target", &cwd)?;
+            }
+            None => shared.check_work_dir(crate::DEFAULT_DIR, &cwd)?,
+        }
         let prompt = prompt(self.preset, &request, previous.as_deref());
         let parallel = request
             .max_parallel

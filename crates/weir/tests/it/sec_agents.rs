@@ -325,6 +325,59 @@ async fn finding_3_an_agent_cwd_outside_the_roots_is_refused_and_no_agent_starts
     assert_eq!(asked(&fakes.claude), Vec::<String>::new());
 }
 
+/// Even inside a root, an agent never works in or above weir's own data
+/// directory: it would read the runs' store without asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding_3_an_agent_never_works_in_or_above_the_data_directory() {
+    let fakes = Fakes {
+        claude: fake(vec![Turn::text("worked in work")]),
+        ..Fakes::default()
+    };
+    let scene = Scene::new(&["claude"]);
+    let data = scene.dir.path().join("data");
+    std::fs::create_dir_all(data.join("sub")).unwrap();
+    // The root holds the data directory (`serve` puts it in `dir/data`).
+    let server = scene.serve(&fakes, &[scene.dir.path()]);
+    for cwd in [scene.dir.path(), &data, &data.join("sub")] {
+        let error = server
+            .refused(
+                "agent_run",
+                json!({"cli": "claude", "prompt": "read weir.db", "cwd": cwd}),
+            )
+            .await;
+        assert!(
+            error.contains("cwd: an agent working in")
+                && error.contains("holds this server's own data or credentials"),
+            "{}: {error}",
+            cwd.display()
+        );
+    }
+    // The default directory (the first root) holds it too.
+    let error = server
+        .refused(
+            "agent_run",
+            json!({"cli": "claude", "prompt": "read weir.db"}),
+        )
+        .await;
+    assert!(error.contains("default working directory"), "{error}");
+    let error = server
+        .refused(
+            "roast_codebase",
+            json!({"target": data, "clis": ["claude"]}),
+        )
+        .await;
+    assert!(error.contains("target: an agent working in"), "{error}");
+    assert_eq!(asked(&fakes.claude), Vec::<String>::new());
+    // A sibling of the data directory is fine.
+    let result = server
+        .ok(
+            "agent_run",
+            json!({"cli": "claude", "prompt": "hi", "cwd": "work"}),
+        )
+        .await;
+    assert_eq!(result["structured"]["text"], "worked in work");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finding_3_an_agent_runs_in_the_first_root_by_default_and_relative_cwds_start_there() {
     let fakes = Fakes {
