@@ -17,6 +17,11 @@
 //! offer from the shared queue (`queue.rs`). Redis IO runs on a thread of
 //! the store's own; while Redis is unreachable an operation is tried again
 //! with backoff for up to [`OUTAGE`], then fails with a clear error.
+//! Whoever can write to the Redis can plant keys: [`RedisLog::ping`] fails
+//! naming a shared key that holds another type than weir keeps there, a
+//! write that meets one names it too, and a run record that cannot be read
+//! is skipped by listings and reported once, never their failure
+//! (`check.rs`).
 //!
 //! **Not for:** durability beyond what the server is configured for (see
 //! the README, "Running several nodes": AOF `everysec` or `always`), or
