@@ -1,6 +1,8 @@
 //! Starting a session without the agent CLIs: a missing program, options a
-//! CLI cannot honour, and custom commands with a line parser (here `sh`),
-//! their time limit and their process group.
+//! CLI cannot honour, where each CLI's prompt goes (a stand-in program
+//! records its arguments and stdin), models and session ids that read like
+//! flags, and custom commands with a line parser (here `sh`), their time
+//! limit and their process group.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -231,4 +233,82 @@ async fn dropping_a_session_kills_its_group() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Whether a CLI's arguments (one a line) hold the prompt where expected.
+type Placed<'a> = dyn Fn(&str) -> bool + 'a;
+
+/// Each CLI's stand-in records its arguments and stdin: the prompt never
+/// stands where a CLI reads flags (claude: after `--`; codex: on stdin,
+/// behind `-`; gemini: glued to `--prompt=`).
+#[tokio::test]
+async fn a_prompt_that_reads_like_a_flag_never_stands_where_flags_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("record");
+    std::fs::write(
+        &program,
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$0.args\"\ncat > \"$0.stdin\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let prompt = "--dangerously-bypass-approvals-and-sandbox";
+    let flag_then_prompt = format!("--\n{prompt}\n");
+    let glued = format!("--prompt={prompt}\n");
+    let cases: [(CliKind, &Placed, &str); 3] = [
+        // Last, after `--`.
+        (
+            CliKind::Claude,
+            &|args| args.ends_with(&flag_then_prompt),
+            "",
+        ),
+        // Not in the arguments at all: `-`, last, and the prompt on stdin.
+        (CliKind::Codex, &|args| args.ends_with("\n-\n"), prompt),
+        // One argument, first.
+        (CliKind::Gemini, &|args| args.starts_with(&glued), ""),
+    ];
+    for (cli, placed, expected_stdin) in cases {
+        let name = cli.name().to_owned();
+        let mut options = AgentOptions::new(cli, prompt);
+        options.program = Some(program.clone());
+        options.model = Some("a-model".into());
+        options.transport = Transport::Light;
+        all(options).await;
+        let args = std::fs::read_to_string(dir.path().join("record.args")).unwrap();
+        let stdin = std::fs::read_to_string(dir.path().join("record.stdin")).unwrap();
+        assert!(placed(&args), "{name}: {args}");
+        // Before any `--`, where flags are read, it never stands alone.
+        assert!(
+            !args
+                .lines()
+                .take_while(|arg| *arg != "--")
+                .any(|arg| arg == prompt),
+            "{name}: the prompt stands where flags are read: {args}"
+        );
+        assert_eq!(stdin, expected_stdin, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn a_model_or_session_that_reads_like_a_flag_is_refused_before_the_start() {
+    let marker = tempfile::tempdir().unwrap();
+    let touch = marker.path().join("started");
+    for (model, resume) in [(Some("--yolo"), None), (None, Some("-x"))] {
+        let mut options = AgentOptions::new(CliKind::Gemini, "hi");
+        // A program that would leave a mark, were it started.
+        options.program = Some("/bin/touch".into());
+        options.args = vec![touch.to_string_lossy().into_owned()];
+        options.model = model.map(str::to_owned);
+        options.resume = resume.map(str::to_owned);
+        if resume.is_some() {
+            options.cli = CliKind::Codex;
+        }
+        let error = weir_agents::start(options).await.unwrap_err();
+        assert!(matches!(error, AgentError::Invalid { .. }), "{error}");
+        assert!(error.to_string().contains("is not accepted"), "{error}");
+    }
+    assert!(!touch.exists());
 }
