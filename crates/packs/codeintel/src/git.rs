@@ -23,9 +23,16 @@
 //!   `.git` file (`gitdir:`) or `commondir` pointing out of it, is not
 //!   read, so a repository cannot make weir read another one's history.
 //!
-//! git's own ownership check (`safe.directory`) stays as git has it: a
-//! repository owned by another user gives no history (only protected
-//! configuration, which this leaves empty, could allow it).
+//! - **Objects borrowed from elsewhere** (`objects/info/alternates`) must
+//!   lie inside the boundary too: otherwise a HEAD naming a commit of
+//!   another repository would list that repository's files.
+//!
+//! git's ownership check (`safe.directory`) does not apply: it guards
+//! repository discovery, and the git directory is named here (`GIT_DIR`)
+//! after the checks above. What it protects against, a configuration
+//! someone else wrote running as you, is what the overrides above prevent;
+//! so a repository owned by another user (root indexing a mounted
+//! checkout) still has its history read.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -118,11 +125,27 @@ fn git_dir_of(work_tree: &Path, dot_git: &Path, is_file: bool, boundary: &Path) 
         return outside(&git_dir);
     }
     // A linked worktree keeps its objects and refs in the common directory.
-    if let Some(common) = read_small(&git_dir.join("commondir")) {
-        match std::fs::canonicalize(git_dir.join(common.trim())) {
-            Ok(common) if common.starts_with(boundary) => {}
-            Ok(common) => return outside(&common),
+    let mut common = git_dir.clone();
+    if let Some(named) = read_small(&git_dir.join("commondir")) {
+        match std::fs::canonicalize(git_dir.join(named.trim())) {
+            Ok(dir) if dir.starts_with(boundary) => common = dir,
+            Ok(dir) => return outside(&dir),
             Err(_) => return Found::None,
+        }
+    }
+    // Objects borrowed from another repository (`objects/info/alternates`):
+    // a HEAD naming one of its commits would list its files.
+    let objects = common.join("objects");
+    if let Some(alternates) = read_small(&objects.join("info/alternates")) {
+        for line in alternates.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            match std::fs::canonicalize(objects.join(line)) {
+                Ok(dir) if dir.starts_with(boundary) => {}
+                Ok(dir) => return outside(&dir),
+                Err(_) => {}
+            }
         }
     }
     Found::Dir(GitDir {
@@ -301,6 +324,18 @@ mod tests {
             Found::Outside(_)
         ));
         std::fs::remove_file(root.join("own/.git/commondir")).unwrap();
+        // Borrowed objects from outside: not read either.
+        std::fs::create_dir_all(root.join("own/.git/objects/info")).unwrap();
+        std::fs::write(
+            root.join("own/.git/objects/info/alternates"),
+            format!("{}\n", other.display()),
+        )
+        .unwrap();
+        assert!(matches!(
+            discover(&root.join("own"), &root),
+            Found::Outside(_)
+        ));
+        std::fs::remove_file(root.join("own/.git/objects/info/alternates")).unwrap();
         // A .git above the boundary is not looked for.
         assert_eq!(
             discover(&root.join("own"), &root.join("own")),

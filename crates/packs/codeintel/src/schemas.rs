@@ -231,7 +231,8 @@ pub(crate) fn index_report() -> Value {
             "dirty": {"type": "boolean"},
             "scip_documents": {"type": "integer", "description": "Files the repository's index.scip covers: their references are exact."},
             "scip_occurrences": {"type": "integer"},
-            "git_commits": {"type": "integer", "description": "Recent commits read for churn and co-change."}
+            "git_commits": {"type": "integer", "description": "Recent commits read for churn and co-change."},
+            "warnings": {"type": "array", "items": {"type": "string"}, "description": "What was left out and why: index.scip documents naming files outside the repository (dropped, never read), a git directory outside the server's root."}
         },
         "required": ["root", "index", "files", "parsed", "unchanged", "removed", "definitions", "references", "languages", "elapsed_ms", "state_id"]
     })

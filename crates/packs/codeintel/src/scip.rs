@@ -366,6 +366,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn documents_outside_the_repository_are_dropped_unread() {
+        use scip::types::Document;
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let root = base.join("repo");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(base.join("secret.rs"), "pub fn secret() {}\n").unwrap();
+        std::fs::write(root.join("a.rs"), "pub fn area() {}\n").unwrap();
+        std::os::unix::fs::symlink(base.join("secret.rs"), root.join("out.rs")).unwrap();
+        std::os::unix::fs::symlink(&base, root.join("up")).unwrap();
+        let absolute = base.join("secret.rs").display().to_string();
+        let mut index = Index::new();
+        for path in [
+            "a.rs",
+            "../secret.rs",
+            &absolute,
+            "out.rs",
+            "up/secret.rs",
+            "gone.rs",
+        ] {
+            let mut document = Document::new();
+            document.relative_path = path.into();
+            document.occurrences.push(Occurrence {
+                range: vec![0, 7, 11],
+                symbol: "local 1".into(),
+                ..Default::default()
+            });
+            index.documents.push(document);
+        }
+        let read = convert(index, &root);
+        // A missing file is kept (nothing is read of it).
+        assert_eq!(read.documents, ["a.rs", "gone.rs"]);
+        assert_eq!(read.dropped.len(), 4, "{:?}", read.dropped);
+        assert!(
+            read.occurrences
+                .iter()
+                .all(|o| o.path == "a.rs" || o.path == "gone.rs")
+        );
+        // The local symbol's name is read from the file inside only.
+        assert!(read.symbols.iter().any(|s| s.name == "area"));
+        assert!(!read.symbols.iter().any(|s| s.name.contains("secr")));
+    }
+
+    #[test]
     fn columns_after_wide_characters_become_bytes() {
         let line = "let s = \"π ≈ ∑\"; f(c.area());";
         let at = line.find("area").unwrap() as u32;

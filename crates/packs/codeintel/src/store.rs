@@ -13,7 +13,9 @@ use crate::scip::ScipIndex;
 
 /// Bumped when the schema changes: an index of another version is rebuilt
 /// (it is a cache of the repository, never the only copy of anything).
-const SCHEMA_VERSION: &str = "2";
+/// 3: SCIP documents naming files outside the repository are no longer
+/// kept, and an index of version 2 may hold some.
+const SCHEMA_VERSION: &str = "3";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -235,7 +235,16 @@ impl Tool for IndexRepo {
         .await
         .map_err(emit_failed)?;
         let report = index(&ctx, &self.0, &root, force).await?;
-        let headline = format!(
+        // What was left out (index.scip documents outside the repository, a
+        // git directory outside the root) goes out as it is known too.
+        for message in &report.warnings {
+            ctx.emit(weir_core::Warning {
+                message: message.clone(),
+            })
+            .await
+            .map_err(emit_failed)?;
+        }
+        let mut headline = format!(
             "indexed {}: {} files ({} parsed, {} unchanged, {} removed, {} failed), {} definitions, {} references{}{} in {} ms; state {}{}",
             root.display(),
             report.files,
@@ -257,6 +266,12 @@ impl Tool for IndexRepo {
             report.state_id,
             if report.dirty { " (dirty)" } else { "" },
         );
+        if let Some(first) = report.warnings.first() {
+            headline.push_str(&format!(
+                "; {} warnings, the first: {first}",
+                report.warnings.len()
+            ));
+        }
         let mut summary = serde_json::to_value(&report).expect("a report serializes");
         summary["root"] = json!(root);
         summary["index"] = json!(db);
