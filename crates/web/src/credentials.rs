@@ -312,9 +312,9 @@ impl Credentials {
     }
 }
 
-/// `NAME SECRET [admin | tools=LIST packs=LIST]`.
+/// `NAME SECRET [admin]`, or `NAME SECRET [tools=LIST] [packs=LIST]`.
 fn parse_line(line: &str, number: usize) -> Result<Credential, String> {
-    const FORM: &str = "NAME SECRET [admin | tools=A,B packs=C,D]";
+    const FORM: &str = "NAME SECRET [admin], or NAME SECRET [tools=A,B] [packs=C,D]";
     let fields: Vec<&str> = line.split_ascii_whitespace().collect();
     let [name, secret, flags @ ..] = &fields[..] else {
         return Err(format!(
@@ -465,7 +465,7 @@ mod tests {
         for (text, expected) in [
             (
                 "alice",
-                "line 1: expected NAME SECRET [admin | tools=A,B packs=C,D], got 1 fields",
+                "line 1: expected NAME SECRET [admin], or NAME SECRET [tools=A,B] [packs=C,D], got 1 fields",
             ),
             ("\nalice token:a b c", "line 2: unknown flag \"b\""),
             ("alice token:a root", "line 1: unknown flag \"root\""),
