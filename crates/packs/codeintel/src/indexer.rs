@@ -4,6 +4,10 @@
 //! **Incremental.** A file whose modification time and size match the index
 //! is skipped unread; one whose time changed but whose content hash did not
 //! only gets its time stamp updated; files gone from the tree are dropped.
+//! **Hostile repositories.** Files are read with `repo::read_beneath` (no
+//! symlink out of the root); git's HEAD, history and dirty flag come from
+//! `git.rs` and `gitindex.rs`, which let nothing the repository configures
+//! run.
 //! **Cancellable.** The flag is checked between files and handed to
 //! tree-sitter, which stops mid-parse; what was written stays (each file is
 //! whole), so the next run carries on from there.
@@ -43,8 +47,8 @@ pub struct IndexOptions {
     pub force: bool,
     /// The highest directory git's data may be read from: the `.git` is
     /// looked for from the repository up to it, and one found above it, or
-    /// named by a `.git` file or `commondir` outside it, is not read (the
-    /// report says so). For a caller, the operator's root the repository
+    /// named by a `.git` file, `commondir` or `objects/info/alternates`
+    /// outside it, is not read (the report says so). For a caller, the operator's root the repository
     /// is in; `None`: the repository itself.
     pub git_boundary: Option<PathBuf>,
 }
