@@ -38,6 +38,13 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The longest one git command may run (reading 500 commits takes well
+/// under a second on a large repository).
+const GIT_TIMEOUT: Duration = Duration::from_secs(20);
+/// The most output read of one git command.
+const MAX_OUTPUT: u64 = 64 << 20;
 
 /// Settings given on the command line, which outrank the repository's:
 /// every one that names a program (or turns one on) it might run.
@@ -154,8 +161,12 @@ fn git_dir_of(work_tree: &Path, dot_git: &Path, is_file: bool, boundary: &Path) 
     })
 }
 
-/// A small text file's content (a `.git` file, `commondir`).
+/// A small text file's content (a `.git` file, `commondir`): a regular
+/// file only (a FIFO would make the open wait for a writer).
 fn read_small(path: &Path) -> Option<String> {
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let mut text = String::new();
     std::fs::File::open(path)
         .ok()?
@@ -216,14 +227,43 @@ fn run(repo: &GitDir, cwd: &Path, args: &[&str], ok_codes: &[i32]) -> Option<(i3
     for setting in SAFE_CONFIG {
         command.args(["-c", setting]);
     }
-    let output = command
+    let mut child = command
         .args(args)
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
+        .spawn()
         .ok()?;
-    let code = output.status.code()?;
-    (code == 0 || ok_codes.contains(&code)).then_some((code, output.stdout))
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = (&mut stdout).take(MAX_OUTPUT).read_to_end(&mut out);
+        out
+    });
+    // Bounded: a FIFO where the repository's config includes a file, or
+    // in place of HEAD, would make git wait forever; output past the cap
+    // would make it wait on the pipe.
+    let started = Instant::now();
+    let mut output_done: Option<Instant> = None;
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break Some(status);
+        }
+        if reader.is_finished() {
+            output_done.get_or_insert_with(Instant::now);
+        }
+        if started.elapsed() > GIT_TIMEOUT
+            || output_done.is_some_and(|at| at.elapsed() > Duration::from_secs(2))
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let out = reader.join().ok()?;
+    let code = status?.code()?;
+    (code == 0 || ok_codes.contains(&code)).then_some((code, out))
 }
 
 /// HEAD's commit id, when there is one.

@@ -173,6 +173,16 @@ pub(crate) fn work_tree_changed(
     git_dir: &Path,
     oid_len: usize,
 ) -> Result<bool, String> {
+    match std::fs::metadata(git_dir.join("index")) {
+        // No index yet: nothing is tracked in the work tree (what HEAD
+        // has is then staged as deleted, which `git diff-index` tells).
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        // A FIFO would make the open wait for a writer.
+        Ok(metadata) if !metadata.is_file() => {
+            return Err("git's index is not a regular file".into());
+        }
+        _ => {}
+    }
     let file = match weir_runtime::open_beneath(git_dir, Path::new("index")) {
         Ok(file) => file,
         // No index yet: nothing is tracked in the work tree (what HEAD

@@ -405,10 +405,23 @@ fn content_hash(source: &[u8]) -> String {
 /// .ignore, hidden files left out), sorted by path.
 fn walk(root: &Path, report: &mut IndexReport, cancel: &AtomicUsize) -> Result<Vec<Found>, String> {
     let mut found = Vec::new();
+    if let Some(path) = odd_ignore_file(root) {
+        return Err(format!(
+            "{} is not a regular file: the ignore rules cannot be read",
+            path.display()
+        ));
+    }
     let walker = ignore::WalkBuilder::new(root)
         // .gitignore counts even outside a git work tree (an unpacked
         // archive, a copied tree).
         .require_git(false)
+        // Runs before the walker reads a directory's ignore files: one that
+        // is a FIFO (which would block the open forever) leaves its
+        // directory out.
+        .filter_entry(|entry| {
+            !entry.file_type().is_some_and(|t| t.is_dir())
+                || odd_ignore_file(entry.path()).is_none()
+        })
         .build();
     for entry in walker {
         if cancel.load(Ordering::Relaxed) != 0 {
@@ -451,6 +464,19 @@ fn walk(root: &Path, report: &mut IndexReport, cancel: &AtomicUsize) -> Result<V
     }
     found.sort_by(|a, b| a.relative.cmp(&b.relative));
     Ok(found)
+}
+
+/// The first ignore file the walker would read in `dir` that exists but is
+/// not a regular file (a FIFO, a device, a directory).
+fn odd_ignore_file(dir: &Path) -> Option<PathBuf> {
+    [".gitignore", ".ignore", ".git", ".git/info/exclude"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| {
+            // A dangling symlink is fine: its open fails at once.
+            std::fs::metadata(path)
+                .is_ok_and(|m| !(m.is_file() || m.is_dir() && path.ends_with(".git")))
+        })
 }
 
 /// Whether the work tree of `git` differs from its HEAD (whose id is

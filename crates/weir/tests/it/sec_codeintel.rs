@@ -422,3 +422,83 @@ fn index_repo_names_only_directories_inside_the_roots() {
     );
     assert_eq!(code, Some(0), "{text}");
 }
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// `weir ARGS`, killed (and failed) if it runs 30 s: a FIFO opened for
+/// reading waits for a writer that never comes.
+fn weir_within_30s(h: &Hostile, args: &[&str]) -> Output {
+    let mut child = Command::new(WEIR)
+        .arg("--data-dir")
+        .arg(h.base.join("data"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("WEIR_ROOTS")
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!(
+                "weir {args:?} hung on a FIFO: {:?}",
+                child.wait_with_output()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn fifos_in_a_repository_do_not_hang_indexing() {
+    use scip::types::{Document, Index, Occurrence};
+    let h = hostile();
+    let repo = h.repo();
+    for dir in ["sub", "other"] {
+        std::fs::create_dir_all(repo.join(dir)).unwrap();
+        std::fs::write(repo.join(dir).join("x.rs"), "pub fn x() {}\n").unwrap();
+    }
+    mkfifo(&repo.join("sub/.gitignore"));
+    mkfifo(&repo.join("other/.ignore"));
+    mkfifo(&repo.join("fifo.rs"));
+    // index.scip names the FIFO too (its columns would be read from it).
+    let mut index = Index::new();
+    let mut document = Document::new();
+    document.relative_path = "fifo.rs".into();
+    document.occurrences.push(Occurrence {
+        range: vec![0, 7, 11],
+        symbol: "local 1".into(),
+        ..Default::default()
+    });
+    index.documents.push(document);
+    scip::write_message_to_file(repo.join("index.scip"), index).unwrap();
+
+    let output = weir_within_30s(&h, &["index", &repo.display().to_string(), "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        report["warnings"].to_string().contains("fifo.rs"),
+        "{report}"
+    );
+    let (code, text) = h.call(
+        "find_references",
+        json!({"repo": repo.display().to_string(), "symbol": "area"}),
+    );
+    assert_eq!(code, Some(0), "{text}");
+
+    // The repository's own ignore file a FIFO: refused, at once.
+    mkfifo(&repo.join(".ignore"));
+    let output = weir_within_30s(&h, &["index", &repo.display().to_string()]);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("not a regular file"),
+        "{output:?}"
+    );
+    assert_eq!(h.markers(), Vec::<String>::new());
+}
