@@ -405,7 +405,10 @@ fn content_hash(source: &[u8]) -> String {
 /// .ignore, hidden files left out), sorted by path.
 fn walk(root: &Path, report: &mut IndexReport, cancel: &AtomicUsize) -> Result<Vec<Found>, String> {
     let mut found = Vec::new();
-    if let Some(path) = odd_ignore_file(root) {
+    // The walker reads the ignore files of the root and of every directory
+    // above it (a subdirectory of a work tree keeps its parents' rules):
+    // patterns only, but one that is a FIFO would block it forever.
+    if let Some(path) = root.ancestors().find_map(odd_ignore_file) {
         return Err(format!(
             "{} is not a regular file: the ignore rules cannot be read",
             path.display()

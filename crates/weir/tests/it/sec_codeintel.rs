@@ -492,13 +492,17 @@ fn fifos_in_a_repository_do_not_hang_indexing() {
     );
     assert_eq!(code, Some(0), "{text}");
 
-    // The repository's own ignore file a FIFO: refused, at once.
-    mkfifo(&repo.join(".ignore"));
-    let output = weir_within_30s(&h, &["index", &repo.display().to_string()]);
-    assert_ne!(output.status.code(), Some(0));
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("not a regular file"),
-        "{output:?}"
-    );
+    // The repository's own ignore file a FIFO, or one of a directory above
+    // it (whose rules the walk reads too): refused, at once.
+    for fifo in [repo.join(".ignore"), h.root().join(".gitignore")] {
+        mkfifo(&fifo);
+        let output = weir_within_30s(&h, &["index", &repo.display().to_string()]);
+        assert_ne!(output.status.code(), Some(0));
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("not a regular file"),
+            "{output:?}"
+        );
+        std::fs::remove_file(fifo).unwrap();
+    }
     assert_eq!(h.markers(), Vec::<String>::new());
 }
