@@ -191,6 +191,9 @@ pub(crate) fn gather(root: &Path, limits: Limits) -> Result<Gathered, GatherErro
         // directory): only the tree's own ignore files are read.
         .git_exclude(false)
         .git_global(false)
+        // Ignore files above the tree (outside it, perhaps outside every
+        // root) are not read.
+        .parents(false)
         .require_git(false)
         .follow_links(false)
         .max_depth(Some(12))
