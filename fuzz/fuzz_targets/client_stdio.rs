@@ -186,6 +186,7 @@ async fn session(options: u8) {
     let target = Target::Stdio(StdioCommand {
         program: "sleep".into(),
         args: vec!["1000".into()],
+        env: None,
     });
     let Ok(client) = Client::connect(target, client_options).await else {
         return;

@@ -11,9 +11,11 @@
 //! way the parent's terminal event is written after theirs.
 //!
 //! A child takes a slot of its tool but none of the global ones: its
-//! parent holds one for the whole tree while it waits, so nested calls
-//! never wait for slots their own waiting ancestors hold. (A tool whose
-//! own limit is 1 still cannot start itself as a child.)
+//! parent holds one for the whole tree while it waits. When its tool has
+//! no free slot it may run in its parent's *lane* instead (one per run,
+//! lent to one child at a time), so a parent always has a child that can
+//! run and no nesting can deadlock (the rule, and why it holds:
+//! `scheduler/slots.rs`).
 //!
 //! [`RunSummary::parent`]: crate::log::RunSummary::parent
 
@@ -181,8 +183,8 @@ impl RunContext {
     /// limit) cancels the child, and when this run's tool returns while the
     /// child still runs, the child is cancelled; either way this run's
     /// terminal event is written after the child's. The child takes a
-    /// slot of its tool, but none of the global ones: this run holds one
-    /// for both.
+    /// slot of its tool, or this run's lane when its tool has none free,
+    /// but none of the global ones: this run holds one for both.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -271,46 +273,42 @@ impl RunContext {
             .map(|children| children.tools())
             .unwrap_or_default()
     }
-}
 
-/// Another MCP server, as a plan or a pack names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RemoteServer {
-    /// A Streamable HTTP endpoint, e.g. `http://127.0.0.1:8765/mcp`.
-    Url(String),
-    /// A command line (run by `sh -c`) that serves MCP on its stdin and
-    /// stdout.
-    Command(String),
-}
-
-impl std::fmt::Display for RemoteServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RemoteServer::Url(url) => f.write_str(url),
-            RemoteServer::Command(command) => write!(f, "`{command}`"),
-        }
+    /// The tools of the runs this one was started under, its parent's
+    /// first and its root's last; empty for a run a client started. For a
+    /// tool that bounds how deep it nests (a plan running plans).
+    pub fn ancestors(&self) -> Vec<String> {
+        self.children()
+            .map(|children| children.ancestors())
+            .unwrap_or_default()
     }
 }
 
-/// Calls tools of other MCP servers. The binary implements it over its MCP
-/// client and hands it to the packs that need it, so that no pack depends
-/// on an MCP crate.
+/// Calls tools of the other MCP servers the operator declared (its
+/// upstreams), by name. The binary implements it over its MCP client and
+/// hands it to the packs that need it, so that no pack depends on an MCP
+/// crate. A caller names an upstream, never an address or a command: how
+/// each is reached, with which credential, is the operator's declaration.
 #[async_trait]
 pub trait RemoteCaller: Send + Sync + 'static {
-    /// Calls `tool` on `server` and returns its result, or why there is
-    /// none: the tool's error (`isError`) as [`FailureCode::ToolError`]
-    /// with its text, a server that cannot be reached or refuses the call
-    /// with the client's message, `timeout` passing as
-    /// [`FailureCode::Timeout`]. What the call reports meanwhile (progress,
-    /// partial results, log messages) goes to `events` as `progress`,
-    /// `partial` and `log` kinds, best effort. Dropping the future cancels
-    /// the call on the server.
+    /// The names of the servers [`call`](RemoteCaller::call) can reach,
+    /// sorted; empty when the operator declared none.
+    fn servers(&self) -> Vec<String>;
+
+    /// Calls `tool` on the server named `server` and returns its result,
+    /// or why there is none: an unknown name, the tool's error (`isError`)
+    /// as [`FailureCode::ToolError`] with its text, a server that cannot
+    /// be reached or refuses the call with the client's message, `timeout`
+    /// passing as [`FailureCode::Timeout`]. What the call reports
+    /// meanwhile (progress, partial results, log messages) goes to
+    /// `events` as `progress`, `partial` and `log` kinds, best effort.
+    /// Dropping the future cancels the call on the server.
     ///
     /// [`FailureCode::ToolError`]: weir_core::FailureCode::ToolError
     /// [`FailureCode::Timeout`]: weir_core::FailureCode::Timeout
     async fn call(
         &self,
-        server: &RemoteServer,
+        server: &str,
         tool: &str,
         arguments: Value,
         timeout: Option<Duration>,
@@ -439,6 +437,65 @@ mod tests {
         let kinds: Vec<_> = log.read(&parent, 0, 10).await.unwrap();
         let kinds: Vec<_> = kinds.iter().map(|e| e.kind.type_name()).collect();
         assert_eq!(kinds, ["started", "meta", "completed"]);
+    }
+
+    /// Calls itself `depth` times, each waiting for its child; reports
+    /// the ancestors the deepest one saw.
+    struct Nest;
+
+    #[async_trait]
+    impl Tool for Nest {
+        fn info(&self) -> ToolInfo {
+            let mut info = ToolInfo::new("nest", "nests", json!({"type": "object"}));
+            info.max_concurrent = Some(1);
+            info
+        }
+        async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+            let depth = args["depth"].as_u64().unwrap_or(0);
+            if depth == 0 {
+                return Ok(Completed {
+                    structured: Some(json!({ "ancestors": ctx.ancestors() })),
+                    ..Completed::default()
+                });
+            }
+            let failed = |e: CallError| RunError::new(FailureCode::ToolError, e.to_string());
+            let child = ctx
+                .call("nest", json!({"depth": depth - 1}), None)
+                .await
+                .map_err(failed)?;
+            match child.finished().await.map_err(failed)?.kind {
+                EventKind::Completed(done) => Ok(done),
+                other => Err(RunError::new(FailureCode::ToolError, other.type_name())),
+            }
+        }
+    }
+
+    /// A tool whose limit is one nests 20 deep, each level waiting for the
+    /// next: each child runs in its parent's lane when the tool's one slot
+    /// is held above it, so nesting never waits for itself (slots.rs); a
+    /// run knows the tools above it.
+    #[tokio::test]
+    async fn nesting_past_a_tools_limit_runs_in_the_parents_lane() {
+        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+        let config = SchedulerConfig {
+            retention: None,
+            ..SchedulerConfig::default()
+        };
+        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Nest)];
+        let scheduler = Scheduler::start(log, tools, config).await.unwrap();
+        let run = scheduler
+            .submit("nest", json!({"depth": 20}), RunOptions::default())
+            .await
+            .unwrap();
+        let finished = tokio::time::timeout(std::time::Duration::from_secs(10), run.finished());
+        let EventKind::Completed(done) = finished.await.expect("nesting deadlocked").unwrap().kind
+        else {
+            panic!("the nest did not complete")
+        };
+        assert_eq!(
+            done.structured,
+            Some(json!({"ancestors": vec!["nest"; 20]}))
+        );
     }
 
     /// With one global slot, held by the parent, its child still runs:

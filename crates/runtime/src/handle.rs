@@ -84,4 +84,7 @@ pub(crate) trait Spawn: Send + Sync {
     /// The tools a child may run, sorted by name (empty once the
     /// scheduler has stopped).
     fn tools(&self) -> Vec<ToolInfo>;
+
+    /// The tools of the runs above this one, its parent's first.
+    fn ancestors(&self) -> Vec<String>;
 }

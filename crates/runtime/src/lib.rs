@@ -73,7 +73,7 @@ mod scheduler;
 pub mod store_contract;
 mod tool;
 
-pub use caller::{CallError, ChildEnd, ChildRun, RemoteCaller, RemoteServer};
+pub use caller::{CallError, ChildEnd, ChildRun, RemoteCaller};
 pub use context::{EmitError, RunContext, now_ms};
 pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
@@ -83,5 +83,6 @@ pub use scheduler::{
     recover_interrupted,
 };
 pub use tool::{
-    OUTPUT_TRUNCATED, OUTPUT_URI, Pack, REDACTED, Tool, ToolInfo, with_streamed_fields,
+    OUTPUT_TRUNCATED, OUTPUT_URI, Pack, REDACTED, Redactor, SECRET_KEYWORD, Tool, ToolInfo,
+    redact_value, with_streamed_fields,
 };

@@ -33,9 +33,15 @@ pub struct ToolInfo {
     pub text_fields: Vec<String>,
     /// Top-level argument fields whose values are secrets, set with
     /// [`ToolInfo::with_secret_fields`]: the tool gets them, the log never
-    /// does. Empty by default.
+    /// does. Empty by default. Fields the input schema marks secret
+    /// (`"writeOnly": true` or `"x-weir-secret": true`, at any depth) are
+    /// secret too, listed here or not.
     pub secret_fields: Vec<String>,
 }
+
+/// What marks a property of an input schema as a secret, besides JSON
+/// Schema's own `"writeOnly": true`: `"x-weir-secret": true`.
+pub const SECRET_KEYWORD: &str = "x-weir-secret";
 
 /// What a secret argument value reads as wherever a run's arguments are
 /// read back ([`ToolInfo::with_secret_fields`]).
@@ -76,6 +82,72 @@ pub fn with_streamed_fields(
     Some(structured)
 }
 
+/// Replaces a secret value: an object keeps its keys, every value
+/// [`REDACTED`]; anything else becomes [`REDACTED`].
+pub fn redact_value(value: &mut Value) {
+    match value {
+        Value::Object(entries) => {
+            for entry in entries.values_mut() {
+                *entry = REDACTED.into();
+            }
+        }
+        other => *other = REDACTED.into(),
+    }
+}
+
+/// How deep [`redact_by_schema`] follows a schema: a schema deeper than
+/// this (or a recursive one, through `$ref`, which is not followed) has
+/// its deeper values stored as given. Arguments nest at most 128 deep
+/// (the JSON parser's limit), schemas far less.
+const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// Redacts in `value` what `schema` marks secret (see [`ToolInfo::redact`]).
+fn redact_by_schema(schema: &Value, value: &mut Value, depth: usize) {
+    if depth > MAX_SCHEMA_DEPTH {
+        return;
+    }
+    let Some(schema) = schema.as_object() else {
+        return;
+    };
+    let marked = |key: &str| schema.get(key).and_then(Value::as_bool) == Some(true);
+    if marked("writeOnly") || marked(SECRET_KEYWORD) {
+        redact_value(value);
+        return;
+    }
+    match value {
+        Value::Object(entries) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let others = schema.get("additionalProperties");
+            for (key, entry) in entries.iter_mut() {
+                if let Some(property) = properties
+                    .and_then(|properties| properties.get(key))
+                    .or(others)
+                {
+                    redact_by_schema(property, entry, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                for entry in items {
+                    redact_by_schema(item, entry, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Redacts the arguments of any registered tool, by its own rules
+/// ([`Tool::redact`]): what a tool that calls other tools (a plan, whose
+/// steps hold their tools' arguments) is given to redact theirs. The
+/// scheduler implements it over its tools.
+pub trait Redactor: Send + Sync {
+    /// `arguments` of `tool` as they may be stored; a tool that is not
+    /// registered has every value redacted (its secrets are unknown).
+    fn redact(&self, tool: &str, arguments: &Value) -> Value;
+}
+
 impl ToolInfo {
     /// A description with the scheduler's defaults and no output schema.
     pub fn new(
@@ -114,10 +186,26 @@ impl ToolInfo {
         self
     }
 
-    /// `arguments` as they may be stored and read back: each secret field
-    /// that is an object keeps its keys (a reader sees which variables were
-    /// set) with every value replaced by [`REDACTED`]; any other secret
-    /// value becomes [`REDACTED`] whole. Fields that are absent stay absent.
+    /// `arguments` as they may be stored and read back: each secret value —
+    /// a field [`with_secret_fields`](ToolInfo::with_secret_fields) names,
+    /// or one whose property in the input schema says `"writeOnly": true`
+    /// or `"x-weir-secret": true`, at any depth of `properties`,
+    /// `additionalProperties` and `items` — is replaced: an object keeps
+    /// its keys (a reader sees which variables were set) with every value
+    /// [`REDACTED`]; any other value becomes [`REDACTED`] whole. Fields
+    /// that are absent stay absent.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use weir_runtime::ToolInfo;
+    /// let schema = json!({"type": "object", "properties": {
+    ///     "auth": {"type": "object", "properties": {"token": {"type": "string", "writeOnly": true}}},
+    ///     "headers": {"type": "array", "items": {"type": "object", "properties": {"value": {"x-weir-secret": true}}}},
+    /// }});
+    /// let info = ToolInfo::new("fetch", "Fetches.", schema);
+    /// let stored = info.redact(&json!({"auth": {"token": "t", "user": "u"}, "headers": [{"name": "X", "value": "v"}]}));
+    /// assert_eq!(stored, json!({"auth": {"token": "[redacted]", "user": "u"}, "headers": [{"name": "X", "value": "[redacted]"}]}));
+    /// ```
     ///
     /// ```
     /// use serde_json::json;
@@ -129,17 +217,10 @@ impl ToolInfo {
     /// ```
     pub fn redact(&self, arguments: &Value) -> Value {
         let mut stored = arguments.clone();
+        redact_by_schema(&self.input_schema, &mut stored, 0);
         for field in &self.secret_fields {
-            let Some(value) = stored.get_mut(field.as_str()) else {
-                continue;
-            };
-            match value {
-                Value::Object(entries) => {
-                    for entry in entries.values_mut() {
-                        *entry = REDACTED.into();
-                    }
-                }
-                other => *other = REDACTED.into(),
+            if let Some(value) = stored.get_mut(field.as_str()) {
+                redact_value(value);
             }
         }
         stored
@@ -259,6 +340,17 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Executes one run.
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError>;
+
+    /// `arguments` as the store may keep them and anyone may read them
+    /// back, secrets redacted; the scheduler calls it wherever a run's
+    /// arguments are stored (its summary and its `started` event). By
+    /// default, by this tool's input schema ([`ToolInfo::redact`]; `info`
+    /// is this tool's, as registered). A tool whose arguments hold other
+    /// tools' arguments (a plan's steps) redacts those with `tools`.
+    fn redact(&self, info: &ToolInfo, arguments: &Value, tools: &dyn Redactor) -> Value {
+        let _ = tools;
+        info.redact(arguments)
+    }
 }
 
 /// Tools that belong together and are registered as one, e.g. the code

@@ -96,6 +96,9 @@ pub(crate) struct PlanRunArgs {
     /// text: step lines and the summary on stdout; jsonl: every event of the plan's run as one JSON line.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) output: OutputFormat,
+    /// Upstream servers the plan's steps may call (as `weir serve` takes them; also accepted after `--`).
+    #[command(flatten)]
+    pub(crate) upstreams: UpstreamArgs,
     /// Options of the in-process server, as `weir serve` takes them, e.g. `-- --fixtures --memory`.
     #[arg(last = true, value_name = "SERVE-OPTIONS")]
     pub(crate) serve: Vec<String>,
@@ -314,6 +317,34 @@ pub(crate) struct ServeArgs {
     /// Days to keep finished runs (0 keeps them forever).
     #[arg(long, default_value_t = 7)]
     pub(crate) retention_days: u64,
+    #[command(flatten)]
+    pub(crate) upstreams: UpstreamArgs,
+}
+
+/// The upstream MCP servers plan steps may call (`server: NAME`): the only
+/// other servers a caller can reach through weir. weir's own credential is
+/// never sent to them; each has its own, in its declaration.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub(crate) struct UpstreamArgs {
+    /// Declare an upstream MCP server plan steps may call as `server: NAME`
+    /// (repeatable): NAME=URL (Streamable HTTP), or 'NAME=-- COMMAND ARGS…'
+    /// (stdio: the words are split as a shell would, but no shell runs;
+    /// the server starts with only PATH and HOME of weir's environment).
+    #[arg(long = "upstream", value_name = "NAME=URL|NAME=-- CMD…")]
+    pub(crate) upstream: Vec<String>,
+    /// Read upstream declarations from this JSON file, in the mcpServers
+    /// form of Claude Code, Claude Desktop and Cursor: {"mcpServers":
+    /// {NAME: {"command", "args"?, "env"?} | {"url", "type"?: "http",
+    /// "headers"?}}}. ${VAR} and ${VAR:-default} in its strings are read
+    /// from weir's environment; a stdio server gets its "env", PATH and
+    /// HOME, nothing else.
+    #[arg(long = "upstreams", value_name = "FILE")]
+    pub(crate) upstreams_file: Option<PathBuf>,
+    /// Send `Authorization: Bearer $VAR` to the HTTP upstream NAME
+    /// (repeatable): NAME=VAR, VAR read at start. weir's own token
+    /// (WEIR_TOKEN, WEIR_REMOTE_TOKEN) cannot be given.
+    #[arg(long = "upstream-token-env", value_name = "NAME=VAR")]
+    pub(crate) upstream_token_env: Vec<String>,
 }
 
 /// `weir serve`'s options for the llms.txt pack's model.

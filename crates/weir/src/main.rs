@@ -19,6 +19,8 @@ mod runs;
 mod runs_remote;
 mod serve;
 mod tools;
+#[cfg_attr(not(feature = "plan"), allow(dead_code))]
+mod upstreams;
 
 use std::process::ExitCode;
 

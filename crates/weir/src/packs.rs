@@ -6,8 +6,8 @@
 //! | `exec` | `weir-pack-exec` | `execute_code`, `validate_code`, `list_languages` | `--no-exec`, `--exec-sandbox` |
 //! | `critique` | `weir-pack-critique` | `roast`, `roast_codebase`, `roast_architecture`, `roast_security`, `roast_idea`, `agent_run`, `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl`, `--root` |
 //! | `llmstxt` | `weir-pack-llmstxt` | `llmstxt_generate`, `llmstxt_validate` | `--llm-endpoint`, `--llm-model`, `--llm-api-key`, `--llm-timeout`, `--llm-idle-timeout`, `--llmstxt-clone-host`, `--root` |
-//! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach other servers through weir's client | — |
-//! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--codeintel-root` |
+//! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach the declared upstream servers through weir's client | `--upstream`, `--upstreams`, `--upstream-token-env` |
+//! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--root` (`--codeintel-root` is its alias) |
 //! | (always) | `weir-fixtures`, with `--fixtures` only | the conformance suite's tools and `stream` | `--fixtures` |
 
 use std::path::Path;
@@ -54,10 +54,14 @@ pub(crate) async fn enabled(
     }
     #[cfg(feature = "llmstxt")]
     packs.push(Box::new(llmstxt(&args.llm, roots)?));
+    // Read (and a bad declaration refused) whether or not a pack uses them.
+    let upstreams = crate::upstreams::Upstreams::from_args(&args.upstreams)?;
     #[cfg(feature = "plan")]
     packs.push(Box::new(weir_pack_plan::PlanPack::new(Some(
-        std::sync::Arc::new(crate::remote_caller::ClientCaller),
+        std::sync::Arc::new(crate::remote_caller::ClientCaller::new(upstreams)),
     ))));
+    #[cfg(not(feature = "plan"))]
+    drop(upstreams);
     #[cfg(feature = "codeintel")]
     if !args.codeintel.no_codeintel {
         packs.push(Box::new(codeintel(args, data_dir, roots)));

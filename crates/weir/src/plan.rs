@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::signal::unix::{SignalKind, signal};
 use weir_client::{CallEvent, CallOptions, Client, ClientError, ClientOptions, Target};
 use weir_core::{Content, EventKind, RunEvent};
-use weir_pack_plan::Plan;
+use weir_pack_plan::{MAX_PLAN_BYTES, Plan};
 use weir_runtime::{EventLog, MemoryLog, RunOptions, Scheduler, SchedulerConfig};
 use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
@@ -30,9 +30,14 @@ pub(crate) async fn run(data_dir: &Path, args: PlanRunArgs) -> anyhow::Result<Ou
     let interrupts = signal(SignalKind::interrupt()).context("listening for Ctrl-C")?;
     match &args.url {
         Some(url) => {
-            if !args.serve.is_empty() {
+            let upstreams = &args.upstreams;
+            if !args.serve.is_empty()
+                || !upstreams.upstream.is_empty()
+                || upstreams.upstreams_file.is_some()
+                || !upstreams.upstream_token_env.is_empty()
+            {
                 bail!(
-                    "options after `--` are for the in-process server; with --url the server has its own"
+                    "options after `--` and --upstream… are for the in-process server; with --url the server has its own"
                 );
             }
             remote(url, args.token.clone(), plan, args.output, interrupts).await
@@ -42,19 +47,23 @@ pub(crate) async fn run(data_dir: &Path, args: PlanRunArgs) -> anyhow::Result<Ou
 }
 
 /// The plan, read and parsed here so that a file that is not a plan is
-/// said to be one before anything starts.
+/// said to be one before anything starts; one over the size limit is
+/// refused before it is parsed (or read past the limit).
 fn read_plan(path: &Path) -> anyhow::Result<Value> {
-    let text = if path == Path::new("-") {
-        let mut text = String::new();
+    let limit = MAX_PLAN_BYTES as u64 + 1;
+    let mut text = String::new();
+    if path == Path::new("-") {
         std::io::stdin()
+            .take(limit)
             .read_to_string(&mut text)
             .context("reading the plan from stdin")?;
-        text
     } else {
-        std::fs::read_to_string(path)
-            .with_context(|| format!("reading the plan {}", path.display()))?
-    };
-    let plan = Plan::parse(&text).with_context(|| format!("in {}", path.display()))?;
+        std::fs::File::open(path)
+            .and_then(|file| file.take(limit).read_to_string(&mut text))
+            .with_context(|| format!("reading the plan {}", path.display()))?;
+    }
+    let plan =
+        Plan::read(&Value::String(text)).with_context(|| format!("in {}", path.display()))?;
     Ok(serde_json::to_value(plan)?)
 }
 
@@ -74,7 +83,20 @@ async fn local(
     plan: Value,
     mut interrupts: tokio::signal::unix::Signal,
 ) -> anyhow::Result<Outcome> {
-    let serve = serve_args(&args.serve)?;
+    let mut serve = serve_args(&args.serve)?;
+    // Upstreams given before `--` join those given after it.
+    let given = args.upstreams.clone();
+    serve.upstreams.upstream.extend(given.upstream);
+    serve
+        .upstreams
+        .upstream_token_env
+        .extend(given.upstream_token_env);
+    if given.upstreams_file.is_some() {
+        if serve.upstreams.upstreams_file.is_some() {
+            bail!("--upstreams is given twice (before and after `--`)");
+        }
+        serve.upstreams.upstreams_file = given.upstreams_file;
+    }
     let log: Arc<dyn EventLog> = if serve.memory {
         Arc::new(MemoryLog::new())
     } else {

@@ -1,7 +1,12 @@
 //! The runtime's [`RemoteCaller`] over weir's MCP client: how a pack (the
-//! plan runner) calls a tool of another MCP server without depending on
-//! an MCP crate. Each call connects, calls and closes; dropping it cancels
-//! the call on the other server (the client's `CallStream` does that).
+//! plan runner) calls a tool of an upstream MCP server the operator
+//! declared ([`Upstreams`]) without depending on an MCP crate. A caller
+//! names the upstream; how it is reached and with which credential is the
+//! declaration's (weir's own token is never sent). Each call connects,
+//! calls and closes; dropping it cancels the call on the other server (the
+//! client's `CallStream` does that).
+
+use std::sync::Arc;
 
 use std::time::Duration;
 
@@ -15,35 +20,69 @@ use weir_core::{
     Completed, Content, EventKind, FailureCode, Log, LogLevel, LogStream, Partial, Progress,
     RunError,
 };
-use weir_runtime::{RemoteCaller, RemoteServer};
+use weir_runtime::RemoteCaller;
 
-/// Calls other servers with weir's client. A server reached by URL gets
-/// the bearer token of `WEIR_REMOTE_TOKEN`, when set.
-pub(crate) struct ClientCaller;
+use crate::upstreams::{Upstream, Upstreams};
+
+/// Calls the declared upstreams with weir's client.
+pub(crate) struct ClientCaller {
+    upstreams: Arc<Upstreams>,
+}
+
+impl ClientCaller {
+    pub(crate) fn new(upstreams: Upstreams) -> ClientCaller {
+        ClientCaller {
+            upstreams: Arc::new(upstreams),
+        }
+    }
+}
 
 #[async_trait]
 impl RemoteCaller for ClientCaller {
+    fn servers(&self) -> Vec<String> {
+        self.upstreams.names()
+    }
+
     async fn call(
         &self,
-        server: &RemoteServer,
+        server: &str,
         tool: &str,
         arguments: Value,
         timeout: Option<Duration>,
         events: mpsc::Sender<EventKind>,
     ) -> Result<Completed, RunError> {
-        let target = match server {
-            RemoteServer::Url(url) => Target::Http {
-                url: url.clone(),
-                token: std::env::var("WEIR_REMOTE_TOKEN")
-                    .ok()
-                    .filter(|t| !t.is_empty()),
-            },
-            RemoteServer::Command(command) => Target::Stdio(StdioCommand::shell(command)),
+        let Some(upstream) = self.upstreams.get(server) else {
+            return Err(RunError::new(
+                FailureCode::InvalidArguments,
+                format!(
+                    "no upstream server {server:?} is declared; the declared ones are: {}",
+                    self.upstreams.names().join(", ")
+                ),
+            ));
         };
-        let options = ClientOptions {
+        let mut options = ClientOptions {
             name: "weir-plan".into(),
             log_level: Some(LogLevel::Info),
             ..ClientOptions::default()
+        };
+        let target = match upstream {
+            Upstream::Http { url, headers } => {
+                options.headers = headers.clone();
+                // The declaration's headers carry its credential, if any.
+                Target::Http {
+                    url: url.clone(),
+                    token: None,
+                }
+            }
+            Upstream::Stdio { program, args, env } => Target::Stdio(StdioCommand {
+                program: program.into(),
+                args: args.iter().map(Into::into).collect(),
+                env: Some(
+                    env.iter()
+                        .map(|(key, value)| (key.into(), value.into()))
+                        .collect(),
+                ),
+            }),
         };
         let client = Client::connect(target, options)
             .await
@@ -73,7 +112,7 @@ impl RemoteCaller for ClientCaller {
                         .join("\n");
                     break Err(RunError::new(
                         FailureCode::ToolError,
-                        format!("{tool} on {server} reported an error: {text}"),
+                        format!("{tool} on the upstream {server} reported an error: {text}"),
                     ));
                 }
                 CallEvent::Result(result) => {
@@ -86,7 +125,7 @@ impl RemoteCaller for ClientCaller {
                     break Err(RunError::new(
                         FailureCode::Timeout,
                         format!(
-                            "{tool} on {server} did not end within {}",
+                            "{tool} on the upstream {server} did not end within {}",
                             weir_core::human_duration(
                                 timeout.unwrap_or_default().as_millis() as u64
                             )
@@ -134,6 +173,9 @@ impl RemoteCaller for ClientCaller {
     }
 }
 
-fn failed(server: &RemoteServer, error: &ClientError) -> RunError {
-    RunError::new(FailureCode::ToolError, format!("calling {server}: {error}"))
+fn failed(server: &str, error: &ClientError) -> RunError {
+    RunError::new(
+        FailureCode::ToolError,
+        format!("calling the upstream {server}: {error}"),
+    )
 }

@@ -28,6 +28,9 @@ pub struct StdioCommand {
     pub program: OsString,
     /// Its arguments.
     pub args: Vec<OsString>,
+    /// Its whole environment, when set: these variables and no others
+    /// (none of the client's). `None`: the client's environment.
+    pub env: Option<Vec<(OsString, OsString)>>,
 }
 
 impl StdioCommand {
@@ -36,6 +39,7 @@ impl StdioCommand {
         StdioCommand {
             program: "sh".into(),
             args: vec!["-c".into(), command_line.into()],
+            env: None,
         }
     }
 
@@ -76,6 +80,9 @@ pub struct ClientOptions {
     pub revision: Revision,
     /// Ask for logging notifications at this level and above.
     pub log_level: Option<LogLevel>,
+    /// Headers sent with every HTTP request (a credential other than a
+    /// bearer token, say); none by default. Not used over stdio.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Default for ClientOptions {
@@ -85,6 +92,7 @@ impl Default for ClientOptions {
             version: env!("CARGO_PKG_VERSION").into(),
             revision: Revision::Negotiate,
             log_level: None,
+            headers: Vec::new(),
         }
     }
 }

@@ -63,7 +63,7 @@ impl Server {
             Revision::Sessions => false,
         };
         let mut server = Server {
-            connection: Connection::open(&target).await?,
+            connection: Connection::open(&target, &options.headers).await?,
             negotiated: Negotiated::Stateless,
             options,
             server_capabilities: json!({}),

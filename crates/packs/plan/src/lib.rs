@@ -3,8 +3,9 @@
 //! **For:** chaining tools without polling (the observe–decide–act loop of
 //! docs/design.md, "Tool packs"). A plan is a list of steps, each a tool
 //! call — of this server, as a child run
-//! ([`RunContext::call`](weir_runtime::RunContext::call)), or of another
-//! MCP server through the [`RemoteCaller`] the binary plugs in — that
+//! ([`RunContext::call`](weir_runtime::RunContext::call)), or of an
+//! upstream MCP server the operator declared by name, through the
+//! [`RemoteCaller`] the binary plugs in — that
 //! starts when the terminal events of the steps it follows (`after`) have
 //! arrived. A step can branch on how an earlier one ended or on a value of
 //! its result (`if`), retry within bounds with a doubling backoff
@@ -12,7 +13,17 @@
 //! arguments from earlier results (`${steps.ID.result.path}`, see
 //! [`template`]). The plan is checked whole before anything runs
 //! ([`Plan::check`]: unknown steps and tools, cycles, references to steps
-//! that will not have ended, malformed conditions), every problem listed.
+//! that will not have ended, malformed conditions, servers the operator
+//! did not declare), every problem listed.
+//!
+//! **Bounds.** A plan names no address and no command: `server: NAME` is
+//! an upstream the operator declared (`weir serve --upstream NAME=URL`),
+//! with its own credential; weir's is never sent. A plan is at most
+//! [`MAX_PLAN_BYTES`] (refused unparsed) and [`MAX_STEPS`] steps, and plans
+//! nest at most [`MAX_DEPTH`] deep. Secrets in a step's `args` are stored
+//! redacted by the schema of the step's tool ([`Tool::redact`]); a step on
+//! an upstream, whose schema weir does not know, has every argument value
+//! stored redacted.
 //!
 //! The plan's run reports each step as it starts (its child run's id) and
 //! ends, as `partial` lines of group `steps` (with a structured item each),
@@ -43,7 +54,7 @@
 //!     args: {language: sh, code: "echo built in ${steps.build.result.duration_ms} ms"}
 //!   - id: alert
 //!     tool: notify
-//!     server: {url: "http://127.0.0.1:9000/mcp"}   # or {command: "other-server --stdio"}
+//!     server: chat        # declared by the operator: weir serve --upstream chat=http://127.0.0.1:9000/mcp
 //!     after: [build]
 //!     if: {step: build, outcome: [failed, canceled]}
 //! ```
@@ -53,7 +64,8 @@
 //! use weir_pack_plan::{Plan, PlanError, Problem};
 //! let plan = Plan::parse("steps:\n  - {id: a, tool: t, after: [b]}\n  - {id: b, tool: t, after: [a]}\n").unwrap();
 //! let tools = BTreeSet::from(["t".to_owned()]);
-//! let Err(PlanError::Invalid(problems)) = plan.check(&tools, false) else { panic!() };
+//! let servers = BTreeSet::new();
+//! let Err(PlanError::Invalid(problems)) = plan.check(&tools, &servers) else { panic!() };
 //! assert_eq!(problems, [Problem::Cycle(vec!["a".into(), "b".into(), "a".into()])]);
 //! ```
 #![warn(missing_docs)]
@@ -68,11 +80,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, FailureCode, RunError};
-use weir_runtime::{Pack, RemoteCaller, RunContext, Tool, ToolInfo};
+use weir_runtime::{Pack, Redactor, RemoteCaller, RunContext, Tool, ToolInfo};
 
 pub use plan::{
-    Check, Checked, Condition, Conditions, MAX_ATTEMPTS, MAX_BACKOFF_MS, OneOrMany, Outcome, Plan,
-    PlanError, Problem, Retry, Server, Step, Test,
+    Check, Checked, Condition, Conditions, MAX_ATTEMPTS, MAX_BACKOFF_MS, MAX_DEPTH, MAX_PLAN_BYTES,
+    MAX_STEPS, OneOrMany, Outcome, Plan, PlanError, Problem, Retry, Step, Test,
 };
 pub use run::StepReport;
 
@@ -82,7 +94,8 @@ pub struct PlanPack {
 }
 
 impl PlanPack {
-    /// The pack; steps may call other servers when `remote` is given.
+    /// The pack; steps may call the upstream servers `remote` names, when
+    /// it is given.
     pub fn new(remote: Option<Arc<dyn RemoteCaller>>) -> PlanPack {
         PlanPack { remote }
     }
@@ -113,13 +126,19 @@ impl Tool for PlanRun {
             "Runs a plan of tool calls as one run: each step starts when the steps it follows (`after`) have ended, \
              can branch on how they ended or on a value of their result (`if`), retries within bounds (`retry`), \
              has a time limit per attempt (`timeout_ms`), and takes arguments from earlier results (${steps.ID.result.path}). \
-             Steps are reported as they start and end; the result summarizes every step.",
+             A step calls a tool of this server, or of an upstream server the operator declared (`server: NAME`). \
+             Steps are reported as they start and end; the result summarizes every step. \
+             At most 1,000 steps and 1 MiB; plans nest at most 8 deep.",
             json!({
                 "type": "object",
                 "properties": {
                     "plan": {
                         "type": ["object", "string"],
-                        "description": "The plan: {name?, steps: [{id, tool, server?: {url}|{command}, args?, after?: [ID], if?: {step, outcome}|{path, equals|not_equals|exists} or a list, retry?: {attempts, backoff_ms?}, timeout_ms?}]}, as an object or as YAML text."
+                        "description": "The plan: {name?, steps: [{id, tool, server?: NAME of a declared upstream server, args?, after?: [ID], if?: {step, outcome}|{path, equals|not_equals|exists} or a list, retry?: {attempts, backoff_ms?}, timeout_ms?}]}, as an object or as YAML text (at most 1 MiB, 1,000 steps).",
+                        "maxLength": MAX_PLAN_BYTES,
+                        "properties": {
+                            "steps": {"type": "array", "maxItems": MAX_STEPS}
+                        }
                     }
                 },
                 "required": ["plan"]
@@ -154,17 +173,82 @@ impl Tool for PlanRun {
     }
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
+        let above = ctx.ancestors().iter().filter(|tool| *tool == NAME).count();
+        if above >= MAX_DEPTH {
+            return Err(RunError::new(
+                FailureCode::InvalidArguments,
+                format!(
+                    "plans nest at most {MAX_DEPTH} deep; this plan_run has {above} plan_runs above it, so it does not start"
+                ),
+            )
+            .with_remediation("run the inner plan's steps in an outer plan instead of nesting it"));
+        }
         let tools: BTreeSet<String> = ctx
             .callable_tools()
             .into_iter()
             .map(|tool| tool.name)
             .collect();
-        let checked = Plan::from_value(arguments["plan"].clone())
-            .and_then(|plan| plan.check(&tools, self.remote.is_some()))
+        let servers: BTreeSet<String> = self
+            .remote
+            .as_ref()
+            .map(|remote| remote.servers().into_iter().collect())
+            .unwrap_or_default();
+        let checked = Plan::read(&arguments["plan"])
+            .and_then(|plan| plan.check(&tools, &servers))
             .map_err(|error| {
                 RunError::new(FailureCode::InvalidArguments, error.to_string())
                     .with_remediation("fix the plan and run it again; nothing of it ran")
             })?;
         run::run(&ctx, self.remote.as_ref(), checked).await
     }
+
+    /// The plan as it may be stored: each step's `args` redacted by the
+    /// rules of its tool (`tools`; a nested plan by these), every value
+    /// of a step on an upstream server (whose schema is not known here);
+    /// a plan given as YAML text is stored as the object it reads as. A
+    /// plan that cannot be read, or is over the limits, is not stored at
+    /// all: its run fails saying why.
+    fn redact(&self, _info: &ToolInfo, arguments: &Value, tools: &dyn Redactor) -> Value {
+        let mut stored = arguments.clone();
+        stored["plan"] = redact_plan(&arguments["plan"], tools, 1);
+        stored
+    }
+}
+
+/// The tool's name.
+const NAME: &str = "plan_run";
+
+/// A plan with its secrets redacted (see `PlanRun::redact`); `depth` is
+/// how deep it is nested in the plan being stored.
+fn redact_plan(plan: &Value, tools: &dyn Redactor, depth: usize) -> Value {
+    let read = match Plan::read(plan) {
+        // Past the depth limit the plan never runs: nothing of it is kept.
+        Ok(_) if depth > MAX_DEPTH => Err("it nests too deep to run".to_owned()),
+        Ok(read) if read.steps.len() > MAX_STEPS => Err("it has too many steps".to_owned()),
+        Ok(read) => Ok(read),
+        Err(PlanError::TooLarge) => Err("it is over the size limit".to_owned()),
+        Err(_) => Err("it cannot be read".to_owned()),
+    };
+    let mut read = match read {
+        Ok(read) => read,
+        Err(why) => return Value::String(format!("[not stored: {why}]")),
+    };
+    for step in &mut read.steps {
+        step.args = match (&step.server, step.tool.as_str()) {
+            (Some(_), _) => {
+                let mut args = step.args.clone();
+                weir_runtime::redact_value(&mut args);
+                args
+            }
+            (None, NAME) => {
+                let mut args = step.args.clone();
+                if let Some(inner) = step.args.get("plan") {
+                    args["plan"] = redact_plan(inner, tools, depth + 1);
+                }
+                args
+            }
+            (None, tool) => tools.redact(tool, &step.args),
+        };
+    }
+    serde_json::to_value(read).unwrap_or_else(|_| Value::String("[not stored]".into()))
 }

@@ -1,12 +1,12 @@
 //! A plan as written (YAML or JSON), and every check made before anything
-//! runs: [`Plan::parse`] reads it, [`Plan::check`] turns it into a
-//! [`Checked`] plan or says everything that is wrong with it at once.
+//! runs: [`Plan::read`] (or [`Plan::parse`]) reads it, refusing one over
+//! [`MAX_PLAN_BYTES`] before parsing it, and [`Plan::check`] turns it into
+//! a [`Checked`] plan or says everything that is wrong with it at once.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-use weir_runtime::RemoteServer;
 
 use crate::template::{self, Reference};
 
@@ -16,6 +16,17 @@ pub const MAX_ATTEMPTS: u32 = 10;
 /// Longest first backoff a retry may ask for; later ones double it, up to
 /// [`MAX_BACKOFF_MS`].
 pub const MAX_BACKOFF_MS: u64 = 30_000;
+
+/// Most bytes of a plan, as JSON or YAML text: a larger one is refused
+/// before it is parsed.
+pub const MAX_PLAN_BYTES: usize = 1024 * 1024;
+
+/// Most steps of a plan.
+pub const MAX_STEPS: usize = 1000;
+
+/// Most plans running inside each other: a `plan_run` with this many
+/// `plan_run`s above it refuses to start.
+pub const MAX_DEPTH: usize = 8;
 
 /// A plan: steps, each a tool call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,9 +47,15 @@ pub struct Step {
     pub id: String,
     /// The tool to call.
     pub tool: String,
-    /// Another MCP server to call it on; this server's tool when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<Server>,
+    /// The upstream server to call it on, by the name the operator
+    /// declared it under (`weir serve --upstream NAME=…`); this server's
+    /// tool when absent. Never an address or a command.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "server_name"
+    )]
+    pub server: Option<String>,
     /// The tool's arguments; strings may hold `${steps.ID.…}` references.
     #[serde(default = "empty_object")]
     pub args: Value,
@@ -61,26 +78,16 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
-/// Another MCP server, as written: `{url}` or `{command}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Server {
-    /// Its Streamable HTTP endpoint.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// A command line (run by `sh -c`) serving MCP on stdin and stdout.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-}
-
-impl Server {
-    /// The server, when exactly one of `url` and `command` is given.
-    pub fn remote(&self) -> Option<RemoteServer> {
-        match (&self.url, &self.command) {
-            (Some(url), None) => Some(RemoteServer::Url(url.clone())),
-            (None, Some(command)) => Some(RemoteServer::Command(command.clone())),
-            _ => None,
-        }
+/// `server: NAME`; anything else (the `{url}` and `{command}` forms plans
+/// once had) is refused with what to write instead.
+fn server_name<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    match Option::<Value>::deserialize(deserializer)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(name)) => Ok(Some(name)),
+        Some(_) => Err(serde::de::Error::custom(
+            "`server` is the name of an upstream server the operator declared \
+             (weir serve --upstream NAME=…); a plan cannot give a URL or a command",
+        )),
     }
 }
 
@@ -189,6 +196,12 @@ pub enum PlanError {
     /// field).
     #[error("the plan cannot be read: {0}")]
     Parse(String),
+    /// The plan is larger than [`MAX_PLAN_BYTES`]; it was not parsed.
+    #[error(
+        "the plan is larger than {} KiB of JSON or YAML, the most a plan may be; split it into smaller plans",
+        MAX_PLAN_BYTES / 1024
+    )]
+    TooLarge,
     /// The plan reads, but is wrong; every problem is listed.
     #[error("the plan is not valid:\n- {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n- "))]
     Invalid(Vec<Problem>),
@@ -229,12 +242,26 @@ pub enum Problem {
         /// The tools there are, comma-separated.
         available: String,
     },
-    /// A `server` that is not exactly one of `url` and `command`.
-    #[error("step {0:?}: server must be {{url: URL}} or {{command: COMMAND}}")]
-    BadServer(String),
-    /// A step names another server, and nothing here can call one.
-    #[error("step {0:?} calls another server, but this server cannot call other servers")]
-    NoRemote(String),
+    /// More than [`MAX_STEPS`] steps.
+    #[error("it has {0} steps; a plan may have at most {MAX_STEPS}: split it into smaller plans")]
+    TooManySteps(usize),
+    /// A `server` the operator did not declare.
+    #[error(
+        "step {step:?} calls server {server:?}, which is not declared; {}",
+        if declared.is_empty() {
+            "no upstream servers are declared (the operator declares them with weir serve --upstream NAME=URL)".to_owned()
+        } else {
+            format!("the declared servers are: {declared}")
+        }
+    )]
+    UnknownServer {
+        /// The step.
+        step: String,
+        /// The name it gave.
+        server: String,
+        /// The declared names, comma-separated.
+        declared: String,
+    },
     /// `args` is not an object.
     #[error("step {0:?}: args must be an object of the tool's arguments")]
     ArgsNotObject(String),
@@ -319,6 +346,17 @@ impl Plan {
         serde_yaml_ng::from_str(text).map_err(|error| PlanError::Parse(error.to_string()))
     }
 
+    /// A plan given as a JSON value, an object or a string of YAML, that
+    /// is refused unparsed ([`PlanError::TooLarge`]) when its text (or the
+    /// object's JSON) is over [`MAX_PLAN_BYTES`]. The one way a plan from
+    /// a caller is read.
+    pub fn read(value: &Value) -> Result<Plan, PlanError> {
+        if over_limit(value) {
+            return Err(PlanError::TooLarge);
+        }
+        Plan::from_value(value.clone())
+    }
+
     /// A plan given as a JSON value: an object, or a string of YAML.
     pub fn from_value(value: Value) -> Result<Plan, PlanError> {
         match value {
@@ -329,13 +367,24 @@ impl Plan {
         }
     }
 
-    /// Checks everything that can be checked before a step runs: ids,
-    /// `after` (no unknown step, no cycle), tools (`has_tool` says which
-    /// this server has; `remote` whether other servers can be called),
-    /// conditions, retries, time limits, and every `${…}` reference (its
-    /// form, and that it names a step this one runs after). Lists every
-    /// problem found.
-    pub fn check(self, tools: &BTreeSet<String>, remote: bool) -> Result<Checked, PlanError> {
+    /// Checks everything that can be checked before a step runs: the
+    /// number of steps, ids, `after` (no unknown step, no cycle), tools
+    /// (`tools` this server has; `servers` the upstreams the operator
+    /// declared), conditions, retries, time limits, and every `${…}`
+    /// reference (its form, and that it names a step this one runs
+    /// after). Lists every problem found.
+    pub fn check(
+        self,
+        tools: &BTreeSet<String>,
+        servers: &BTreeSet<String>,
+    ) -> Result<Checked, PlanError> {
+        if self.steps.len() > MAX_STEPS {
+            // Nothing else is looked at: the checks below are not made
+            // for plans this large.
+            return Err(PlanError::Invalid(vec![Problem::TooManySteps(
+                self.steps.len(),
+            )]));
+        }
         let mut problems = Vec::new();
         if self.steps.is_empty() {
             problems.push(Problem::NoSteps);
@@ -359,10 +408,13 @@ impl Plan {
                 }
             }
             match &step.server {
-                Some(server) if server.remote().is_none() => {
-                    problems.push(Problem::BadServer(step.id.clone()))
+                Some(server) if !servers.contains(server) => {
+                    problems.push(Problem::UnknownServer {
+                        step: step.id.clone(),
+                        server: server.clone(),
+                        declared: servers.iter().cloned().collect::<Vec<_>>().join(", "),
+                    })
                 }
-                Some(_) if !remote => problems.push(Problem::NoRemote(step.id.clone())),
                 Some(_) => {}
                 None if !tools.contains(&step.tool) => problems.push(Problem::UnknownTool {
                     step: step.id.clone(),
@@ -447,6 +499,30 @@ impl Plan {
         } else {
             Err(PlanError::Invalid(problems))
         }
+    }
+}
+
+/// Whether `value` is over [`MAX_PLAN_BYTES`] as text (a string's bytes,
+/// an object's JSON), found without making the text: writing stops at the
+/// limit.
+fn over_limit(value: &Value) -> bool {
+    /// Counts bytes, failing past the limit.
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            if self.0 > MAX_PLAN_BYTES {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    match value {
+        Value::String(text) => text.len() > MAX_PLAN_BYTES,
+        other => serde_json::to_writer(Counter(0), other).is_err(),
     }
 }
 
@@ -568,8 +644,12 @@ mod tests {
         ["stream", "echo"].map(str::to_owned).into()
     }
 
+    fn servers() -> BTreeSet<String> {
+        ["docs", "github"].map(str::to_owned).into()
+    }
+
     fn problems(yaml: &str) -> Vec<Problem> {
-        match Plan::parse(yaml).unwrap().check(&tools(), false) {
+        match Plan::parse(yaml).unwrap().check(&tools(), &servers()) {
             Err(PlanError::Invalid(problems)) => problems,
             other => panic!("{other:?}"),
         }
@@ -600,7 +680,7 @@ steps:
 "#,
         )
         .unwrap();
-        let checked = plan.check(&tools(), false).unwrap();
+        let checked = plan.check(&tools(), &servers()).unwrap();
         assert_eq!(
             checked.plan.steps[0].retry,
             Some(Retry {
@@ -641,8 +721,8 @@ steps:
   - {id: "b c", tool: echo, args: [1]}
   - {id: d, tool: echo, retry: {attempts: 0}, timeout_ms: 0}
   - {id: e, tool: echo, args: {x: "${steps.d.result.x}"}, if: {step: d}}
-  - {id: f, tool: echo, server: {url: "http://127.0.0.1:1/mcp"}}
-  - {id: g, tool: echo, server: {}}
+  - {id: f, tool: echo, server: elsewhere}
+  - {id: g, tool: anything, server: docs}
 "#,
         );
         assert_eq!(
@@ -662,8 +742,11 @@ steps:
                 Problem::ArgsNotObject("b c".into()),
                 Problem::BadRetry("d".into()),
                 Problem::BadTimeout("d".into()),
-                Problem::NoRemote("f".into()),
-                Problem::BadServer("g".into()),
+                Problem::UnknownServer {
+                    step: "f".into(),
+                    server: "elsewhere".into(),
+                    declared: "docs, github".into()
+                },
                 Problem::BadCondition("e".into()),
                 Problem::NotBefore {
                     step: "e".into(),
@@ -674,7 +757,7 @@ steps:
         );
         let message = Plan::parse("steps: [{id: a, tool: nope}]")
             .unwrap()
-            .check(&tools(), false)
+            .check(&tools(), &servers())
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -746,6 +829,59 @@ steps:
         assert_eq!(problems("steps: []"), [Problem::NoSteps]);
     }
 
+    /// Issue 22, findings 1 and 4: a step cannot name a URL or a command,
+    /// only a declared server; it says what to write instead.
+    #[test]
+    fn a_server_is_a_declared_name_never_an_address_or_a_command() {
+        for server in [
+            r#"{command: "touch /tmp/x"}"#,
+            r#"{url: "http://127.0.0.1:1/mcp"}"#,
+            "[a]",
+        ] {
+            let error = Plan::parse(&format!("steps: [{{id: a, tool: t, server: {server}}}]"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains("`server` is the name of an upstream server the operator declared"),
+                "{error}"
+            );
+        }
+        let none = Plan::parse("steps: [{id: a, tool: t, server: docs}]")
+            .unwrap()
+            .check(&tools(), &BTreeSet::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.contains("no upstream servers are declared") && none.contains("--upstream"),
+            "{none}"
+        );
+    }
+
+    /// Issue 22, finding 10: a plan over the byte limit is refused before
+    /// it is parsed, as text or as an object; over the step limit, by
+    /// `check`, which looks at nothing else then.
+    #[test]
+    fn plans_are_bounded_in_bytes_and_steps() {
+        let step = json!({"id": "s", "tool": "echo", "args": {"pad": "x".repeat(100)}});
+        let huge = json!({"steps": vec![step; 12_000]});
+        assert!(matches!(Plan::read(&huge), Err(PlanError::TooLarge)));
+        let text = json!(huge.to_string());
+        assert!(matches!(Plan::read(&text), Err(PlanError::TooLarge)));
+        assert!(
+            PlanError::TooLarge.to_string().contains("1024 KiB"),
+            "{}",
+            PlanError::TooLarge
+        );
+        let steps: Vec<Value> = (0..=MAX_STEPS)
+            .map(|i| json!({"id": format!("s{i}"), "tool": "echo"}))
+            .collect();
+        let many = Plan::read(&json!({ "steps": steps })).unwrap();
+        let Err(PlanError::Invalid(problems)) = many.check(&tools(), &servers()) else {
+            panic!()
+        };
+        assert_eq!(problems, [Problem::TooManySteps(MAX_STEPS + 1)]);
+    }
+
     /// Steps `s0..sN` where each may follow any earlier one.
     fn dag(edges: &[Vec<usize>]) -> Vec<Step> {
         edges
@@ -779,7 +915,7 @@ steps:
             let reachable: Vec<String> = reachable.into_iter().map(str::to_owned).collect();
             steps[last].args = json!({"x": reachable.iter().map(|id| format!("${{steps.{id}.outcome}}")).collect::<Vec<_>>()});
             let plan = Plan { name: None, steps };
-            proptest::prop_assert!(plan.check(&tools(), false).is_ok());
+            proptest::prop_assert!(plan.check(&tools(), &servers()).is_ok());
         }
 
         /// One edge back from an earlier step to a later one that follows

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use weir_core::{Completed, Content, EventKind, FailureCode, Meta, Milestone, Partial, RunError};
 use weir_runtime::{ChildEnd, RemoteCaller, RunContext};
 
-use crate::plan::{Check, Checked, Outcome, Server, Step, Test};
+use crate::plan::{Check, Checked, Outcome, Step, Test};
 use crate::template::{self, Field, Reference};
 
 /// The `partial` group a plan's step reports go to.
@@ -213,11 +213,7 @@ impl Stop {
         StepReport {
             id: step.id.clone(),
             tool: step.tool.clone(),
-            server: step
-                .server
-                .as_ref()
-                .and_then(Server::remote)
-                .map(|server| server.to_string()),
+            server: step.server.clone(),
             outcome,
             attempts: 0,
             run_ids: Vec::new(),
@@ -352,7 +348,7 @@ async fn run_step(
     let mut run_ids = Vec::new();
     let mut attempt = 1;
     let ended = loop {
-        let ended = match (step.server.as_ref().and_then(Server::remote), &remote) {
+        let ended = match (step.server.as_deref(), &remote) {
             (None, _) => {
                 local(
                     &ctx,
@@ -365,15 +361,15 @@ async fn run_step(
                 .await
             }
             (Some(server), Some(remote)) => {
-                let server = &server;
-                let info = json!({ "remote": { "step": step.id, "server": server.to_string(), "tool": step.tool } });
+                let info =
+                    json!({ "remote": { "step": step.id, "server": server, "tool": step.tool } });
                 let _ = ctx
                     .emit(Meta {
                         info,
                         ..Meta::default()
                     })
                     .await;
-                say(&ctx, format!("step {}: attempt {attempt} calls {} on {server}", step.id, step.tool), json!({"step": step.id, "event": "started", "attempt": attempt, "server": server.to_string()})).await;
+                say(&ctx, format!("step {}: attempt {attempt} calls {} on {server}", step.id, step.tool), json!({"step": step.id, "event": "started", "attempt": attempt, "server": server})).await;
                 let (events, mut reported) = mpsc::channel(64);
                 let call = remote.call(server, &step.tool, arguments.clone(), timeout, events);
                 tokio::pin!(call);
@@ -425,11 +421,7 @@ async fn run_step(
     let report = StepReport {
         id: step.id.clone(),
         tool: step.tool.clone(),
-        server: step
-            .server
-            .as_ref()
-            .and_then(Server::remote)
-            .map(|server| server.to_string()),
+        server: step.server.clone(),
         outcome,
         attempts: attempt,
         run_ids,

@@ -127,6 +127,30 @@ struct Registered {
     slots: Arc<Semaphore>,
 }
 
+impl Inner {
+    /// `arguments` of `tool` as the log keeps them: the tool's own
+    /// [`Tool::redact`], which redacts the arguments of the tools it holds
+    /// (a plan's steps) through this registry.
+    fn redact_arguments(&self, tool: &str, arguments: &serde_json::Value) -> serde_json::Value {
+        crate::tool::Redactor::redact(self, tool, arguments)
+    }
+}
+
+impl crate::tool::Redactor for Inner {
+    fn redact(&self, tool: &str, arguments: &serde_json::Value) -> serde_json::Value {
+        match self.tools.get(tool) {
+            Some(registered) => registered
+                .tool
+                .redact(&registered.info, arguments, self),
+            None => {
+                let mut stored = arguments.clone();
+                crate::tool::redact_value(&mut stored);
+                stored
+            }
+        }
+    }
+}
+
 /// A run's cancellation: the token and who pulled it; where its questions
 /// to the caller go; the child runs it started (`RunContext::call`), and
 /// whether it has ended.
@@ -201,12 +225,16 @@ impl Cancel {
 pub(crate) struct Lineage {
     scheduler: std::sync::Weak<Inner>,
     run_id: RunId,
-    /// Whether this run is a child (it takes no global slot).
-    child: bool,
     cancel: Cancel,
     owner: Option<String>,
     /// Inherited by every child, as the owner is.
     allowed_tools: Option<Arc<BTreeSet<String>>>,
+    /// This run's tool, then its ancestors', its parent's first.
+    tools: Arc<[String]>,
+    /// Lent to one of its children at a time (slots.rs).
+    lane: Arc<Semaphore>,
+    /// Its parent's lane, for a child.
+    parent_lane: Option<Arc<Semaphore>>,
 }
 
 impl Scheduler {

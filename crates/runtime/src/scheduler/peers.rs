@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::Value;
 use weir_core::{Canceled, EventKind, RunEvent, RunId, Started};
 
-use super::slots::try_take_slots;
+use super::slots::{Seat, try_take_slots};
 use super::{Cancel, Inner, Lineage, RunHandle, RunOptions, Scheduler, SubmitError, run};
 use crate::context::now_ms;
 use crate::log::NewRun;
@@ -92,7 +92,7 @@ impl Scheduler {
             RunId::parse(&uuid::Uuid::now_v7().simple().to_string())
                 .expect("a uuid is a valid run id")
         });
-        let stored = registered.info.redact(&arguments);
+        let stored = inner.redact_arguments(tool, &arguments);
         inner
             .log
             .create_run(NewRun {
@@ -147,7 +147,7 @@ impl Scheduler {
     pub fn take(&self, offer: Offer) -> Option<RunHandle> {
         let inner = &self.inner;
         let registered = inner.tools.get(&offer.tool)?;
-        let slots = try_take_slots(&registered.slots, Some(&inner.all_slots))?;
+        let slots = try_take_slots(&registered.slots, Seat::Root(&inner.all_slots))?;
         let cancel = Cancel::default();
         inner
             .active
@@ -157,13 +157,15 @@ impl Scheduler {
         let lineage = Lineage {
             scheduler: Arc::downgrade(&self.inner),
             run_id: offer.run_id.clone(),
-            child: false,
             cancel: cancel.clone(),
             owner: offer.owner,
             allowed_tools: offer.allowed_tools,
+            tools: Arc::new([offer.tool.clone()]),
+            lane: Arc::new(tokio::sync::Semaphore::new(1)),
+            parent_lane: None,
         };
         let arguments = run::Arguments {
-            stored: registered.info.redact(&offer.arguments),
+            stored: inner.redact_arguments(&offer.tool, &offer.arguments),
             given: offer.arguments,
         };
         let inner = self.inner.clone();

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use weir_core::{Canceled, EventKind, Failed, FailureCode, RunError, RunEvent, Started};
 
-use super::slots::{Slots, take_slots};
+use super::slots::{Seat, Slots, take_slots};
 use super::{Cancel, Inner, Lineage};
 use crate::context::{Command, RunContext, write_run};
 use crate::tool::Tool;
@@ -42,7 +42,10 @@ pub(super) async fn execute(
         Some(slots) => Some(slots),
         None => {
             let waited = tokio::select! {
-                slots = take_slots(&registered.slots, (!lineage.child).then_some(&inner.all_slots)) => Some(slots),
+                slots = take_slots(&registered.slots, match &lineage.parent_lane {
+                    Some(lane) => Seat::Child(lane),
+                    None => Seat::Root(&inner.all_slots),
+                }) => Some(slots),
                 () = cancel.token.cancelled() => None,
             };
             inner.queued.fetch_sub(1, Ordering::SeqCst);

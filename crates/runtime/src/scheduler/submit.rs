@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use weir_core::RunId;
 
-use super::slots::try_take_slots;
+use super::slots::{Seat, try_take_slots};
 use super::{Cancel, Lineage, RunHandle, RunOptions, Scheduler, SubmitError, run};
 use crate::ToolInfo;
 use crate::context::now_ms;
@@ -67,9 +67,13 @@ impl Scheduler {
                 message,
             },
         )?;
-        // A child runs in its parent's global slot (see slots.rs).
-        let global = parent.is_none().then_some(&inner.all_slots);
-        let slots = match try_take_slots(&registered.slots, global) {
+        // A child runs in its parent's global slot, and may take its
+        // parent's lane instead of a slot of its tool (see slots.rs).
+        let seat = match parent {
+            Some(parent) => Seat::Child(&parent.lane),
+            None => Seat::Root(&inner.all_slots),
+        };
+        let slots = match try_take_slots(&registered.slots, seat) {
             Some(slots) => Some(slots),
             // No slot here: with peers that take offers, another node may
             // have one (peers.rs).
@@ -93,7 +97,7 @@ impl Scheduler {
         let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
         // The tool gets `arguments`; the log, and so every reader, only
         // this copy, its secrets redacted.
-        let stored = registered.info.redact(&arguments);
+        let stored = inner.redact_arguments(tool, &arguments);
         let created = inner
             .log
             .create_run(NewRun {
@@ -134,10 +138,14 @@ impl Scheduler {
         let lineage = Lineage {
             scheduler: Arc::downgrade(&self.inner),
             run_id: run_id.clone(),
-            child: parent.is_some(),
             cancel: cancel.clone(),
             owner: options.owner,
             allowed_tools: options.allowed_tools,
+            tools: std::iter::once(tool.to_owned())
+                .chain(parent.iter().flat_map(|parent| parent.tools.iter().cloned()))
+                .collect(),
+            lane: Arc::new(tokio::sync::Semaphore::new(1)),
+            parent_lane: parent.map(|parent| parent.lane.clone()),
         };
         let timeout = options
             .timeout
@@ -180,6 +188,10 @@ impl Spawn for Lineage {
             ..RunOptions::default()
         };
         Some(scheduler.admit(tool, arguments, options, Some(self)).await)
+    }
+
+    fn ancestors(&self) -> Vec<String> {
+        self.tools.iter().skip(1).cloned().collect()
     }
 
     fn tools(&self) -> Vec<ToolInfo> {

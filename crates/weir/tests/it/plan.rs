@@ -232,8 +232,8 @@ steps:
 }
 
 /// `weir serve --http` with the fixtures and the exec pack (no sandbox),
-/// in memory; its URL.
-fn serve_http() -> (Child, String) {
+/// in memory, with `extra` options; its URL.
+fn serve_http(extra: &[&str]) -> (Child, String) {
     let mut server = Command::new(WEIR)
         .args([
             "serve",
@@ -244,6 +244,7 @@ fn serve_http() -> (Child, String) {
             "--exec-sandbox",
             "off",
         ])
+        .args(extra)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -266,30 +267,29 @@ fn serve_http() -> (Child, String) {
 }
 
 /// With --url the plan runs on a weir server, streamed the same way; a
-/// step may call a tool of another server (here a `weir serve --stdio`),
-/// whose text feeds a later step.
+/// step may call a tool of an upstream server the operator declared
+/// (here a `weir serve --stdio`), by name, whose text feeds a later step.
 #[test]
-fn a_plan_runs_on_a_server_and_a_step_on_another_server() {
+fn a_plan_runs_on_a_server_and_a_step_on_an_upstream() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, url) = serve_http();
+    let upstream = format!("elsewhere=-- {WEIR} serve --stdio --fixtures --memory --no-exec");
+    let (mut server, url) = serve_http(&["--upstream", &upstream]);
     let plan = write_plan(
         dir.path(),
-        &format!(
-            r#"
+        r#"
 steps:
   - id: elsewhere
     tool: test_simple_text
-    server: {{command: "{WEIR} serve --stdio --fixtures --memory --no-exec"}}
+    server: elsewhere
   - id: here
     tool: execute_code
     after: [elsewhere]
-    args: {{language: sh, code: "echo 'got: ${{steps.elsewhere.text}}'"}}
-"#
-        ),
+    args: {language: sh, code: "echo 'got: ${steps.elsewhere.text}'"}
+"#,
     );
     let running = Running::start(plan_run(&dir.path().join("data"), &plan, &["--url", &url]));
     running.line_starting(
-        "step elsewhere: attempt 1 calls test_simple_text on `",
+        "step elsewhere: attempt 1 calls test_simple_text on elsewhere",
         Duration::from_secs(30),
     );
     running.line_starting("step elsewhere: completed", Duration::from_secs(30));
@@ -401,7 +401,7 @@ steps:
 #[test]
 fn ctrl_c_cancels_a_plan_on_a_server_and_its_steps() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, url) = serve_http();
+    let (mut server, url) = serve_http(&[]);
     let marker = format!("weir-plan-url-test-{}", std::process::id());
     let plan = write_plan(
         dir.path(),
@@ -511,4 +511,40 @@ fn a_plan_that_cannot_run_is_refused_with_every_problem() {
         Running::start(plan_run(&data, &garbled, &[])).finish(Duration::from_secs(30));
     assert_eq!(code, 1);
     assert!(stderr.contains("unknown field `afterr`"), "{stderr}");
+}
+
+/// `weir plan run` in its own process takes the same `--upstream`
+/// declarations as `weir serve`; a step names one, and a step naming one
+/// that is not declared is refused before anything runs, listing those
+/// that are.
+#[test]
+fn a_local_plan_calls_a_declared_upstream_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = format!("elsewhere=-- {WEIR} serve --stdio --fixtures --memory --no-exec");
+    let plan = write_plan(
+        dir.path(),
+        "steps:\n  - {id: there, tool: test_simple_text, server: elsewhere}\n",
+    );
+    let data = dir.path().join("data");
+    let (code, rest, stderr) = Running::start(plan_run(&data, &plan, &["--upstream", &upstream]))
+        .finish(Duration::from_secs(60));
+    assert_eq!(code, 0, "{stderr}\n{rest:?}");
+    assert!(
+        rest.join("\n")
+            .contains("plan completed: 1 steps, 1 completed"),
+        "{rest:?}"
+    );
+    let unknown = write_plan(
+        dir.path(),
+        "steps:\n  - {id: there, tool: test_simple_text, server: nowhere}\n",
+    );
+    let (code, _, stderr) = Running::start(plan_run(&data, &unknown, &["--upstream", &upstream]))
+        .finish(Duration::from_secs(60));
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(
+            "step \"there\" calls server \"nowhere\", which is not declared; the declared servers are: elsewhere"
+        ),
+        "{stderr}"
+    );
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -81,6 +81,8 @@ struct Inner {
     http: reqwest::Client,
     url: String,
     token: Option<String>,
+    /// Sent with every request (`ClientOptions::headers`).
+    headers: Vec<(HeaderName, HeaderValue)>,
     state: Mutex<State>,
 }
 
@@ -93,18 +95,41 @@ struct State {
 }
 
 impl HttpConnection {
-    pub(crate) fn new(url: String, token: Option<String>) -> Result<HttpConnection, ClientError> {
+    pub(crate) fn new(
+        url: String,
+        token: Option<String>,
+        headers: Vec<(String, String)>,
+    ) -> Result<HttpConnection, ClientError> {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ClientError::Unreachable {
                 url,
                 reason: "not an http:// or https:// URL".into(),
             });
         }
+        let mut parsed = Vec::new();
+        for (name, value) in headers {
+            match (
+                HeaderName::try_from(name.as_str()),
+                HeaderValue::try_from(value),
+            ) {
+                (Ok(name), Ok(mut value)) => {
+                    value.set_sensitive(true);
+                    parsed.push((name, value));
+                }
+                _ => {
+                    return Err(ClientError::Unreachable {
+                        url,
+                        reason: format!("header {name:?} is not a valid HTTP header"),
+                    });
+                }
+            }
+        }
         Ok(HttpConnection {
             inner: Arc::new(Inner {
                 http: http_client()?,
                 url,
                 token,
+                headers: parsed,
                 state: Mutex::default(),
             }),
         })
@@ -206,6 +231,9 @@ impl Inner {
     ) -> reqwest::RequestBuilder {
         if let Some(token) = &self.token {
             request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+        }
+        for (name, value) in &self.headers {
+            request = request.header(name.clone(), value.clone());
         }
         let named = message.and_then(|m| {
             m.pointer("/params/_meta")?

@@ -36,13 +36,19 @@ pub(crate) enum Negotiated {
 }
 
 impl Connection {
-    /// Spawns or reaches the server.
-    pub(crate) async fn open(target: &Target) -> Result<Connection, ClientError> {
+    /// Spawns or reaches the server; over HTTP every request carries
+    /// `headers` too.
+    pub(crate) async fn open(
+        target: &Target,
+        headers: &[(String, String)],
+    ) -> Result<Connection, ClientError> {
         Ok(match target {
             Target::Stdio(command) => Connection::Stdio(StdioConnection::spawn(command)?),
-            Target::Http { url, token } => {
-                Connection::Http(HttpConnection::new(url.clone(), token.clone())?)
-            }
+            Target::Http { url, token } => Connection::Http(HttpConnection::new(
+                url.clone(),
+                token.clone(),
+                headers.to_vec(),
+            )?),
         })
     }
 

@@ -136,7 +136,11 @@ fn to_line(message: &Value) -> Vec<u8> {
 impl StdioConnection {
     /// Starts the server in its own process group.
     pub(crate) fn spawn(command: &StdioCommand) -> Result<StdioConnection, ClientError> {
-        let mut child = tokio::process::Command::new(&command.program)
+        let mut spawned = tokio::process::Command::new(&command.program);
+        if let Some(env) = &command.env {
+            spawned.env_clear().envs(env.iter().map(|(key, value)| (key, value)));
+        }
+        let mut child = spawned
             .args(&command.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -87,9 +87,31 @@ impl Tool for Hang {
     }
 }
 
+/// Takes a secret `key` (marked in its schema) and says how long it is.
+struct Secret;
+
+#[async_trait]
+impl Tool for Secret {
+    fn info(&self) -> ToolInfo {
+        ToolInfo::new(
+            "secret",
+            "takes a key",
+            json!({"type": "object", "properties": {"key": {"type": "string", "writeOnly": true}, "note": {"type": "string"}}}),
+        )
+    }
+    async fn run(&self, _ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let length = args["key"].as_str().map_or(0, str::len);
+        Ok(Completed {
+            structured: Some(json!({ "length": length })),
+            ..Completed::default()
+        })
+    }
+}
+
 async fn scheduler() -> (Arc<dyn EventLog>, Scheduler) {
     let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
     let mut tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(Secret),
         Arc::new(Echo),
         Arc::new(Flaky::default()),
         Arc::new(Fail),
@@ -383,4 +405,87 @@ async fn an_invalid_plan_fails_before_anything_runs() {
         failed.error.message
     );
     assert!(children(&log, &plan).await.is_empty());
+}
+
+/// Everything the log holds, as text: every run's summary and events.
+async fn everything(log: &Arc<dyn EventLog>) -> String {
+    let mut text = String::new();
+    for run in log.list_runs(&RunFilter::default()).await.unwrap() {
+        text.push_str(&format!("{run:?}\n"));
+        for event in log.read(&run.run_id, 0, 10_000).await.unwrap() {
+            text.push_str(&serde_json::to_string(&event).unwrap());
+        }
+    }
+    text
+}
+
+/// Issue 22, finding 8: a step's secret (a field its tool's schema marks
+/// `writeOnly`) reaches the tool but is stored redacted, in the plan's
+/// arguments (given as YAML or as an object, nested plans included) and
+/// in the step's own run.
+#[tokio::test]
+async fn secrets_in_a_steps_args_are_stored_redacted_at_every_depth() {
+    let (log, scheduler) = scheduler().await;
+    let plan = r#"
+steps:
+  - {id: direct, tool: secret, args: {key: s3cret-direct, note: kept}}
+  - id: nested
+    tool: plan_run
+    args:
+      plan:
+        steps:
+          - {id: inner, tool: secret, args: {key: s3cret-inner, note: kept}}
+"#;
+    let (id, end) = run_plan(&scheduler, plan).await;
+    let EventKind::Completed(done) = end.kind else {
+        panic!("{end:?}")
+    };
+    assert_eq!(done.structured.unwrap()["steps"][0]["result"]["length"], 13);
+    let stored = log.get_run(&id).await.unwrap().unwrap().arguments;
+    assert_eq!(
+        stored["plan"]["steps"][0]["args"],
+        json!({"key": "[redacted]", "note": "kept"})
+    );
+    assert_eq!(
+        stored["plan"]["steps"][1]["args"]["plan"]["steps"][0]["args"],
+        json!({"key": "[redacted]", "note": "kept"})
+    );
+    let all = everything(&log).await;
+    assert!(!all.contains("s3cret"), "{all}");
+    assert!(all.contains("[redacted]"));
+}
+
+/// Issue 22, finding 7: plans nest at most 8 deep; the 9th plan_run is
+/// refused, saying so, and every plan above it ends (none waits forever).
+#[tokio::test]
+async fn plans_nest_at_most_eight_deep() {
+    let (log, scheduler) = scheduler().await;
+    let mut plan = json!({"steps": [{"id": "leaf", "tool": "echo"}]});
+    for _ in 0..12 {
+        plan = json!({"steps": [{"id": "inner", "tool": "plan_run", "args": {"plan": plan}}]});
+    }
+    let run = scheduler
+        .submit("plan_run", json!({ "plan": plan }), RunOptions::default())
+        .await
+        .unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(20), run.finished())
+        .await
+        .expect("nested plans ended")
+        .unwrap();
+    let EventKind::Failed(failed) = end.kind else {
+        panic!("{end:?}")
+    };
+    assert!(
+        failed.error.message.contains("plans nest at most 8 deep"),
+        "{}",
+        failed.error.message
+    );
+    let plans = log
+        .list_runs(&RunFilter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|run| run.tool == "plan_run")
+        .count();
+    assert_eq!(plans, 9);
 }
