@@ -201,7 +201,9 @@ fn served_tools(packs: Vec<(&'static str, Vec<String>)>) -> ServedTools {
             let agents = tools.iter().filter(|tool| *tool != "critique_status");
             served.agent_tools.extend(agents.cloned());
         }
-        served.packs.insert(pack.to_owned(), tools.into_iter().collect());
+        served
+            .packs
+            .insert(pack.to_owned(), tools.into_iter().collect());
     }
     let own = weir_mcp::builtin_tool_names().into_iter().collect();
     served.packs.insert("runs".to_owned(), own);

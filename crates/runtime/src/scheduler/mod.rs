@@ -139,9 +139,7 @@ impl Inner {
 impl crate::tool::Redactor for Inner {
     fn redact(&self, tool: &str, arguments: &serde_json::Value) -> serde_json::Value {
         match self.tools.get(tool) {
-            Some(registered) => registered
-                .tool
-                .redact(&registered.info, arguments, self),
+            Some(registered) => registered.tool.redact(&registered.info, arguments, self),
             None => {
                 let mut stored = arguments.clone();
                 crate::tool::redact_value(&mut stored);

@@ -142,7 +142,11 @@ impl Scheduler {
             owner: options.owner,
             allowed_tools: options.allowed_tools,
             tools: std::iter::once(tool.to_owned())
-                .chain(parent.iter().flat_map(|parent| parent.tools.iter().cloned()))
+                .chain(
+                    parent
+                        .iter()
+                        .flat_map(|parent| parent.tools.iter().cloned()),
+                )
                 .collect(),
             lane: Arc::new(tokio::sync::Semaphore::new(1)),
             parent_lane: parent.map(|parent| parent.lane.clone()),

@@ -589,7 +589,7 @@ fn finding11_file_and_loopback_urls_are_not_cloned_and_nothing_connects() {
         format!("https://127.0.0.1:{port}/x.git"),
         format!("ssh://127.0.0.1:{port}/x.git"),
         format!("git://127.0.0.1:{port}/x.git"),
-        format!("git@127.0.0.1:x.git"),
+        "git@127.0.0.1:x.git".to_owned(),
         format!("https://localhost:{port}/x.git"),
         format!("https://example.invalid@127.0.0.1:{port}/x.git"),
         format!("https://example.invalid:{port}/x.git"),

@@ -138,7 +138,9 @@ impl StdioConnection {
     pub(crate) fn spawn(command: &StdioCommand) -> Result<StdioConnection, ClientError> {
         let mut spawned = tokio::process::Command::new(&command.program);
         if let Some(env) = &command.env {
-            spawned.env_clear().envs(env.iter().map(|(key, value)| (key, value)));
+            spawned
+                .env_clear()
+                .envs(env.iter().map(|(key, value)| (key, value)));
         }
         let mut child = spawned
             .args(&command.args)
