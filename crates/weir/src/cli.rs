@@ -289,8 +289,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
     /// Accept the named bearer tokens of this file on HTTP (one per line:
-    /// NAME sha256:HEX [admin]); a caller sees and cancels only its own runs
-    /// unless its token is marked admin. See SECURITY.md.
+    /// NAME sha256:HEX [admin | tools=A,B packs=C,D]); a caller sees and
+    /// cancels only its own runs unless its token is marked admin, and calls
+    /// only the tools its line grants. See SECURITY.md.
     #[arg(
         long,
         env = "WEIR_TOKENS_FILE",
