@@ -420,7 +420,7 @@ pub enum InputOutcome {
 }
 
 /// Payload of `completed`: the tool's final result.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Completed {
     /// Content blocks of the result (beyond what `partial` events carried).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -447,6 +447,12 @@ pub struct RunError {
     /// What to do next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediation: Option<String>,
+    /// The result the run still produced, when it has one: a tool whose
+    /// work ran to its end but failed (a program that exited non-zero)
+    /// hands back everything it made, and the run still counts as failed
+    /// (set with [`RunError::with_result`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Box<Completed>>,
 }
 
 impl RunError {
@@ -456,12 +462,30 @@ impl RunError {
             code,
             message: message.into(),
             remediation: None,
+            result: None,
         }
     }
 
     /// Adds what to do next.
     pub fn with_remediation(mut self, remediation: impl Into<String>) -> RunError {
         self.remediation = Some(remediation.into());
+        self
+    }
+
+    /// Adds the result the failed run still produced: its content and
+    /// structured result go to the caller with the error (in MCP, a
+    /// result marked `isError` that carries them; to a plan, the step's
+    /// `result` and `text`), and the run ends `failed`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use weir_core::{Completed, Content, FailureCode, RunError};
+    /// let error = RunError::new(FailureCode::ToolError, "the program exited with code 3")
+    ///     .with_result(Completed { content: vec![Content::text("[exit code 3]")], structured: Some(json!({"exit_code": 3})) });
+    /// assert_eq!(error.result.unwrap().structured.unwrap()["exit_code"], 3);
+    /// ```
+    pub fn with_result(mut self, result: Completed) -> RunError {
+        self.result = Some(Box::new(result));
         self
     }
 }
@@ -577,6 +601,9 @@ mod tests {
         roundtrip(r#"{"run_id":"a","seq":6,"ts":1,"type":"completed","structured":{"ok":true}}"#);
         roundtrip(
             r#"{"run_id":"a","seq":6,"ts":1,"type":"failed","error":{"code":"timeout","message":"m","remediation":"r"}}"#,
+        );
+        roundtrip(
+            r#"{"run_id":"a","seq":6,"ts":1,"type":"failed","error":{"code":"tool_error","message":"m","result":{"content":[{"type":"text","text":"[exit code 3]"}],"structured":{"exit_code":3}}}}"#,
         );
         roundtrip(r#"{"run_id":"a","seq":6,"ts":1,"type":"canceled","reason":"client"}"#);
     }

@@ -67,6 +67,7 @@ impl CompletionGuard {
                     remediation: Some(
                         "this is a bug in the tool or in weir; call the tool again, and report it if it repeats".into(),
                     ),
+                    result: None,
                 },
             })
         })
