@@ -414,6 +414,11 @@ pub(crate) struct CodeIntelArgs {
     /// Do not register the code intelligence tools (index_repo, search_symbols, find_references, get_architecture, explore, understand, prepare_change).
     #[arg(long)]
     pub(crate) no_codeintel: bool,
+    /// Most tokens (bytes / 4) of items in a code intelligence answer's
+    /// final result; past it the answer is paged (`cursor=`). Capped so a
+    /// page fits --result-limit.
+    #[arg(long, value_name = "N", default_value_t = weir_pack_codeintel::DEFAULT_RESULT_TOKENS)]
+    pub(crate) result_tokens: usize,
 }
 
 /// `weir index`.

@@ -93,6 +93,10 @@ fn codeintel(
     // A page's streamed items count against the result limit: half of it
     // leaves the summary room.
     config.page_bytes = config.page_bytes.min(args.result_limit / 2).max(16 * 1024);
+    // The final result's content (the page's lines, then a few lines of
+    // summary) gets the other half.
+    let fits = (args.result_limit / 2).saturating_sub(8 * 1024) / 4;
+    config.result_tokens = args.codeintel.result_tokens.min(fits).max(64);
     weir_pack_codeintel::CodeIntelPack::new(config)
 }
 

@@ -87,6 +87,7 @@ mod gitindex;
 mod history;
 mod indexer;
 mod language;
+mod manifest;
 mod query;
 mod repo;
 mod schemas;
@@ -105,6 +106,9 @@ pub use indexer::{IndexError, IndexOptions, IndexProgress, IndexReport, index_re
 pub use repo::index_file;
 pub use store::StoreError;
 
+/// The default of [`CodeIntelConfig::result_tokens`].
+pub const DEFAULT_RESULT_TOKENS: usize = 20_000;
+
 /// How the pack works. Plain data.
 #[derive(Clone, Debug)]
 pub struct CodeIntelConfig {
@@ -118,6 +122,12 @@ pub struct CodeIntelConfig {
     /// Most bytes of items one call streams: keep it well under the
     /// server's result limit, which counts streamed items too.
     pub page_bytes: usize,
+    /// Most tokens (estimated as bytes / 4) a page's items take in each
+    /// form of a list tool's final result (the line form in `content`, the
+    /// items in `structuredContent`): past it the answer is paged. The
+    /// default stays under Claude Code's 25,000-token cut with room for
+    /// the summary.
+    pub result_tokens: usize,
     /// Parser threads; 0 means one per core.
     pub threads: usize,
     /// The longest a run stays silent: after this long without an event
@@ -135,6 +145,7 @@ impl CodeIntelConfig {
             roots,
             page_items: 2_000,
             page_bytes: 256 * 1024,
+            result_tokens: DEFAULT_RESULT_TOKENS,
             threads: 0,
             heartbeat: Duration::from_secs(15),
         }
