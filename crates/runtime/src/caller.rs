@@ -94,8 +94,10 @@ impl ChildRun {
     /// `max_streamed` bytes (cut at a character boundary, with a note). A
     /// tool that streams its output leaves it out of its final content, so
     /// a caller that passes the child's result on needs both; when its tool
-    /// declares text fields, a completed child's structured result has them
-    /// filled in ([`with_streamed_fields`]), each cut at `max_streamed`.
+    /// declares text fields, the structured result of a child that
+    /// completed, or failed with a result ([`RunError::with_result`]), has
+    /// them filled in ([`with_streamed_fields`]), each cut at
+    /// `max_streamed`.
     pub async fn follow(self, max_streamed: usize) -> Result<ChildEnd, CallError> {
         let run_id = self.run_id.clone();
         let mut events = self.events();
@@ -135,7 +137,12 @@ impl ChildRun {
             None => self.finished().await?.kind,
         };
         clip(&mut streamed, max_streamed);
-        if let EventKind::Completed(done) = &mut terminal {
+        let result = match &mut terminal {
+            EventKind::Completed(done) => Some(done),
+            EventKind::Failed(failed) => failed.error.result.as_deref_mut(),
+            _ => None,
+        };
+        if let Some(done) = result {
             let mut truncated = false;
             for (_, text) in &mut fields {
                 truncated |= clip(text, max_streamed);
@@ -542,7 +549,8 @@ mod tests {
 
     /// `follow` gives a child's streamed text, and fills its tool's text
     /// fields into its structured result as the MCP server does, each cut
-    /// at the limit asked (and then flagged).
+    /// at the limit asked (and then flagged): the result of a child that
+    /// completed, or failed with one.
     #[tokio::test]
     async fn following_a_child_fills_its_text_fields() {
         struct Printer;
@@ -552,7 +560,7 @@ mod tests {
                 ToolInfo::new("print", "prints", json!({"type": "object"}))
                     .with_text_fields(&["stdout", "stderr"])
             }
-            async fn run(&self, ctx: RunContext, _args: Value) -> Result<Completed, RunError> {
+            async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
                 for (group, text) in [
                     ("stdout", "one\n"),
                     ("stderr", "oops\n"),
@@ -565,10 +573,15 @@ mod tests {
                     };
                     ctx.emit(partial).await.unwrap();
                 }
-                Ok(Completed {
-                    structured: Some(json!({"exit_code": 0})),
+                let fail = args["fail"] == true;
+                let done = Completed {
+                    structured: Some(json!({"exit_code": if fail { 3 } else { 0 }})),
                     ..Completed::default()
-                })
+                };
+                if fail {
+                    return Err(RunError::new(FailureCode::ToolError, "exit 3").with_result(done));
+                }
+                Ok(done)
             }
         }
         struct Relay;
@@ -579,11 +592,16 @@ mod tests {
             }
             async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
                 let max = args["max"].as_u64().unwrap() as usize;
-                let child = ctx.call("print", json!({}), None).await.unwrap();
+                let child = ctx
+                    .call("print", json!({"fail": args["fail"]}), None)
+                    .await
+                    .unwrap();
                 let run_id = child.run_id().to_string();
                 let end = child.follow(max).await.unwrap();
-                let EventKind::Completed(done) = end.terminal else {
-                    panic!("{:?}", end.terminal)
+                let done = match end.terminal {
+                    EventKind::Completed(done) => done,
+                    EventKind::Failed(failed) => *failed.error.result.unwrap(),
+                    other => panic!("{other:?}"),
                 };
                 Ok(Completed {
                     structured: Some(json!({
@@ -600,12 +618,17 @@ mod tests {
         let scheduler = Scheduler::start(log, tools, SchedulerConfig::default())
             .await
             .unwrap();
-        for (max, stdout, truncated) in [
-            (1024, "one\ntwo\n", false),
-            (3, "one\n[cut at 0 KiB]\n", true),
+        for (max, stdout, truncated, fail) in [
+            (1024, "one\ntwo\n", false, false),
+            (3, "one\n[cut at 0 KiB]\n", true, false),
+            (1024, "one\ntwo\n", false, true),
         ] {
             let run = scheduler
-                .submit("relay", json!({"max": max}), RunOptions::default())
+                .submit(
+                    "relay",
+                    json!({"max": max, "fail": fail}),
+                    RunOptions::default(),
+                )
                 .await
                 .unwrap();
             let EventKind::Completed(done) = run.finished().await.unwrap().kind else {
@@ -614,7 +637,7 @@ mod tests {
             let relayed = done.structured.unwrap();
             let child = relayed["child"].as_str().unwrap();
             let result = &relayed["result"];
-            assert_eq!(result["exit_code"], 0, "{relayed}");
+            assert_eq!(result["exit_code"], if fail { 3 } else { 0 }, "{relayed}");
             assert_eq!(result["stdout"], stdout, "{relayed}");
             assert_eq!(result["output_truncated"], truncated, "{relayed}");
             assert_eq!(result["output_uri"], format!("weir://runs/{child}"));

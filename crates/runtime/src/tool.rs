@@ -238,7 +238,8 @@ impl ToolInfo {
     /// (`true` when the text was cut) and [`OUTPUT_URI`] (the run, where
     /// the rest is). The server owns these fields: a value the tool set
     /// under one of these names is replaced. Nothing is added to a failed
-    /// run's result.
+    /// run's result, unless the run failed with one
+    /// ([`RunError::with_result`]).
     ///
     /// This declares those fields in `output_schema` (an object schema is
     /// made if there is none, so set yours first), as required, so the

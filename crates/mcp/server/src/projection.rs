@@ -42,6 +42,7 @@ use crate::wire::{
     text_json_len, to_json,
 };
 use weir_mcp_wire::jsonrpc::notification;
+use weir_mcp_wire::revision::meta_key;
 
 /// MCP's JSON form of a content block, as a value.
 pub(crate) fn content_json(content: &Content) -> Value {
@@ -250,6 +251,7 @@ impl Projector {
         // The progress this event reports (the tool's, or counted from a
         // partial), and the message it is itself.
         let (update, own) = match &event.kind {
+            EventKind::Started(_) => (None, self.run_notice(&event.run_id)),
             EventKind::Meta(meta) => {
                 if let Some(counter) = &mut self.counter {
                     counter.meta(meta);
@@ -361,6 +363,21 @@ impl Projector {
         })
     }
 
+    /// `notifications/weir/run`: the run behind this call, for a client
+    /// that asked (`Scope::run_notices`), under the call's token.
+    fn run_notice(&self, run_id: &RunId) -> Option<String> {
+        if !self.scope.run_notices {
+            return None;
+        }
+        let (key, token) = match (&self.scope.progress_token, &self.scope.partial_token) {
+            (Some(token), _) => ("progressToken", token),
+            (None, Some(token)) => ("partialResultToken", token),
+            (None, None) => return None,
+        };
+        let params = json!({ key: token, "runId": run_id.as_str() });
+        Some(to_json(&notification("notifications/weir/run", params)))
+    }
+
     fn notification(&self, update: Update) -> Option<String> {
         let token = self.scope.progress_token.clone()?;
         let mut params = json!({ "progressToken": token, "progress": update.progress });
@@ -413,11 +430,22 @@ pub(crate) struct ResultBuilder {
     items: Vec<Value>,
     structured: Option<Value>,
     error: Option<String>,
+    /// Whether the run handed back a result: it completed, or it failed
+    /// with one (`RunError::result`). A failed run's text fields are
+    /// filled in only then.
+    has_result: bool,
     /// Every group a text partial came in, kept or not, in order of first
     /// appearance: with more than one, each stream's block is labelled.
     groups: Vec<String>,
     /// The tool's text fields: each group, and its text so far.
     fields: Vec<(String, String)>,
+    /// How many blocks of `content` came from partials: those before the
+    /// terminal event's.
+    streamed: Option<usize>,
+    /// The run's terminal event, by its type name.
+    ended: Option<&'static str>,
+    /// Say on the result how the run ended (`Scope::run_notices`).
+    run_notices: bool,
 }
 
 /// A block of the final content, before it is written.
@@ -452,9 +480,21 @@ impl ResultBuilder {
             items: Vec::new(),
             structured: None,
             error: None,
+            has_result: false,
             groups: Vec::new(),
             fields: Vec::new(),
+            streamed: None,
+            ended: None,
+            run_notices: false,
         }
+    }
+
+    /// The result will say, in `_meta["io.weir/run"]`, which run it is,
+    /// how it ended, how many of its first content blocks the partials
+    /// carried (a client that showed them need not show them again) and
+    /// whether the content was cut.
+    pub(crate) fn run_notices(&mut self) {
+        self.run_notices = true;
     }
 
     /// The run's tool declared these text fields (`ToolInfo::text_fields`):
@@ -524,6 +564,10 @@ impl ResultBuilder {
     }
 
     pub(crate) fn add(&mut self, event: &RunEvent) {
+        if event.kind.is_terminal() {
+            self.streamed.get_or_insert(self.content.len());
+            self.ended = Some(event.kind.type_name());
+        }
         match &event.kind {
             EventKind::Partial(partial) => {
                 for block in &partial.content {
@@ -541,8 +585,20 @@ impl ResultBuilder {
                     self.keep_content(block);
                 }
                 self.structured = completed.structured.clone();
+                self.has_result = true;
             }
-            EventKind::Failed(failed) => self.error = Some(failed.error.to_string()),
+            EventKind::Failed(failed) => {
+                // A failed run may still hand back what it produced (a
+                // program that exited non-zero: its exit code, its output).
+                if let Some(result) = &failed.error.result {
+                    for block in &result.content {
+                        self.keep_content(block);
+                    }
+                    self.structured = result.structured.clone();
+                    self.has_result = true;
+                }
+                self.error = Some(failed.error.to_string());
+            }
             EventKind::Canceled(canceled) => {
                 self.error = Some(format!("canceled: {}", canceled.reason))
             }
@@ -553,6 +609,14 @@ impl ResultBuilder {
     pub(crate) fn finish(mut self) -> Value {
         let is_error = self.error.is_some();
         let labelled = self.groups.len() > 1;
+        let run = self.run_notices.then(|| {
+            json!({
+                "id": self.run_id.as_str(),
+                "state": self.ended,
+                "streamed": self.streamed.unwrap_or(self.content.len()),
+                "truncated": self.truncated,
+            })
+        });
         let mut content: Vec<Value> = self
             .content
             .into_iter()
@@ -594,7 +658,7 @@ impl ResultBuilder {
                 Value::Object(Map::from_iter([("items".into(), Value::Array(self.items))]))
             })
         });
-        if !is_error {
+        if !is_error || self.has_result {
             structured =
                 with_streamed_fields(structured, self.fields, self.truncated, &self.run_id);
         }
@@ -603,6 +667,9 @@ impl ResultBuilder {
         }
         if is_error {
             result.insert("isError".into(), true.into());
+        }
+        if let Some(run) = run {
+            result.insert("_meta".into(), json!({ meta_key::WEIR_RUN: run }));
         }
         Value::Object(result)
     }
@@ -621,6 +688,7 @@ mod tests {
             progress_token: Some(json!("t")),
             partial_token: None,
             log_level: None,
+            run_notices: false,
         }
     }
 
@@ -988,6 +1056,62 @@ mod tests {
         })
     }
 
+    /// A call that asked (`_meta["io.weir/run"]`) is told its run when it
+    /// starts, under its token; one that did not is told nothing new.
+    #[test]
+    fn the_run_is_named_at_start_only_to_a_call_that_asked() {
+        let started = || {
+            EventKind::Started(weir_core::Started {
+                tool: "t".into(),
+                arguments: json!({}),
+                node: "n".into(),
+            })
+        };
+        let asked = Scope {
+            run_notices: true,
+            ..scope()
+        };
+        let sent = play(asked, 100, vec![started()]);
+        let [Projected::Kept(notice)] = &sent[0][..] else {
+            panic!("one notice: {sent:?}")
+        };
+        let notice: Value = serde_json::from_str(notice).unwrap();
+        assert_eq!(notice["method"], "notifications/weir/run");
+        assert_eq!(
+            notice["params"],
+            json!({"progressToken": "t", "runId": "r"})
+        );
+        assert!(play(scope(), 100, vec![started()])[0].is_empty());
+    }
+
+    /// Asked, the result says which run it is, how it ended and how many
+    /// of its first blocks the partials carried; else it says nothing.
+    #[test]
+    fn the_result_says_how_the_run_ended_when_asked() {
+        let kinds = || {
+            vec![
+                output("stdout", "a\n"),
+                output("stderr", "b\n"),
+                partial("item"),
+                EventKind::Canceled(weir_core::Canceled {
+                    reason: "by another client".into(),
+                }),
+            ]
+        };
+        let mut builder = ResultBuilder::new(RunId::parse("r").unwrap(), 4096);
+        builder.run_notices();
+        for (i, kind) in kinds().into_iter().enumerate() {
+            builder.add(&event(i as u64 + 1, 1_000, kind));
+        }
+        let result = builder.finish();
+        assert_eq!(
+            result["_meta"]["io.weir/run"],
+            json!({"id": "r", "state": "canceled", "streamed": 3, "truncated": false})
+        );
+        assert_eq!(texts(&result).len(), 4, "{result}");
+        assert!(result_of(4096, &[], kinds()).get("_meta").is_none());
+    }
+
     /// A group's text is one stream: its consecutive blocks become one
     /// block, joined as written (the text has its own newlines, and a line
     /// cut by a pause is whole again). Text without a group is an item per
@@ -1092,6 +1216,51 @@ mod tests {
         assert!(failed.get("structuredContent").is_none(), "{failed}");
         assert_eq!(failed["isError"], true);
         assert_eq!(texts(&failed), ["1\n", "too slow"]);
+    }
+
+    /// A run that failed with a result (a program that exited non-zero) is
+    /// an error that still carries everything: its streams, its own
+    /// content, its structured result with the text fields, then why.
+    #[test]
+    fn a_failed_run_with_a_result_keeps_it() {
+        let result = result_of(
+            4096,
+            &["stdout", "stderr"],
+            vec![
+                output("stdout", "1\n"),
+                output("stderr", "oops\n"),
+                EventKind::Failed(weir_core::Failed {
+                    error: weir_core::RunError::new(
+                        weir_core::FailureCode::ToolError,
+                        "the program exited with code 3",
+                    )
+                    .with_result(Completed {
+                        content: vec![Content::text("[exit code 3]")],
+                        structured: Some(json!({"exit_code": 3})),
+                    }),
+                }),
+            ],
+        );
+        assert_eq!(result["isError"], true);
+        assert_eq!(
+            texts(&result),
+            [
+                "[stdout]\n1\n",
+                "[stderr]\noops\n",
+                "[exit code 3]",
+                "the program exited with code 3"
+            ]
+        );
+        assert_eq!(
+            result["structuredContent"],
+            json!({
+                "exit_code": 3,
+                "stdout": "1\n",
+                "stderr": "oops\n",
+                "output_truncated": false,
+                "output_uri": "weir://runs/r",
+            })
+        );
     }
 
     /// Past the limit, content and text fields stop at the same chunk,
