@@ -74,6 +74,14 @@
 //! within its result limit, for hosts that show their model only the
 //! structured result.
 //!
+//! **A program that fails is a failed run.** When it exits non-zero, is
+//! killed by a signal or times out, the run ends `failed` (code
+//! `tool_error`, or `timeout`) with its whole result kept
+//! (`RunError::with_result`): an MCP result marked `isError: true` that
+//! still has the output, the summary and every structured field; a plan
+//! step that failed, so it is retried and branched on. A model, a host or
+//! a plan never takes it for a success.
+//!
 //! **Sandbox.** With [`SandboxMode::Auto`] (the default) the pack tries
 //! bubblewrap at start — it runs a real sandboxed command as the run user —
 //! and uses it when that works: new user, PID, network, IPC and UTS

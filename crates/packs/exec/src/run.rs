@@ -145,7 +145,7 @@ pub(crate) async fn execute(
         summary.push_str("; processes it left running were killed");
     }
     summary.push_str(&format!("; sandbox: {sandbox}"));
-    Ok(Completed {
+    let result = Completed {
         content: vec![Content::text(format!("[{summary}]"))],
         structured: Some(json!({
             "language": language.spec.name,
@@ -166,7 +166,35 @@ pub(crate) async fn execute(
             "memory_peak_bytes": ended.memory.peak_bytes,
             "oom_kills": ended.memory.oom_kills,
         })),
-    })
+    };
+    match failure(&ended, signal.as_deref(), call.timeout) {
+        Some(error) => Err(error.with_result(result)),
+        None => Ok(result),
+    }
+}
+
+/// Why a program that ran failed, if it did: it timed out, was killed by a
+/// signal, or exited non-zero. Such a run ends `failed` with its whole
+/// result (an MCP result marked `isError`, a plan step that failed and is
+/// retried), so that neither a model nor a plan takes it for a success.
+fn failure(ended: &Ended, signal: Option<&str>, timeout: Duration) -> Option<RunError> {
+    if ended.timed_out {
+        return Some(RunError::new(
+            FailureCode::Timeout,
+            format!(
+                "the program timed out after {} s (sent {})",
+                timeout.as_secs_f64(),
+                ended.signals_sent.join(" then ")
+            ),
+        ));
+    }
+    let message = match (ended.exit_code, signal) {
+        (Some(0), _) => return None,
+        (Some(code), _) => format!("the program exited with code {code}"),
+        (None, Some(signal)) => format!("the program was killed by {signal}"),
+        (None, None) => return None,
+    };
+    Some(RunError::new(FailureCode::ToolError, message))
 }
 
 /// How the program ended, and what weir did to end it.

@@ -55,7 +55,7 @@ impl Tool for ExecuteCode {
         let mut info = ToolInfo::new(
             "execute_code",
             format!(
-                "Runs a program and streams its stdout and stderr line by line as it runs (partial results grouped \"stdout\"/\"stderr\"; progress: lines so far, the newest as its message), then returns the output (the stdout and stderr fields of the structured result) with exit code, signal, duration and truncation. {} {} Limits: wall-clock timeout (then SIGTERM, then SIGKILL to every process of the run), {} bytes of output shown, {}. Each run gets a fresh working directory, removed afterwards.",
+                "Runs a program and streams its stdout and stderr line by line as it runs (partial results grouped \"stdout\"/\"stderr\"; progress: lines so far, the newest as its message), then returns the output (the stdout and stderr fields of the structured result) with exit code, signal, duration and truncation. A program that exits non-zero, is killed by a signal or times out is a failed result (isError: true) that still carries all its output and those fields. {} {} Limits: wall-clock timeout (then SIGTERM, then SIGKILL to every process of the run), {} bytes of output shown, {}. Each run gets a fresh working directory, removed afterwards.",
                 languages_sentence(pack),
                 sandbox_sentence(pack.jail.isolation()),
                 config.max_output_bytes,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use weir_core::{EventKind, RunEvent};
+use weir_core::{EventKind, FailureCode, RunEvent};
 use weir_pack_exec::{ExecConfig, ExecPack, SandboxMode};
 use weir_runtime::{EventLog, MemoryLog, Pack, RunOptions, Scheduler, SchedulerConfig};
 
@@ -17,9 +17,12 @@ struct Run {
     /// `(group, text)` of every partial, in order.
     partials: Vec<(String, String)>,
     warnings: Vec<String>,
-    /// `completed`'s structured result, or the error of `failed`.
+    /// The structured result (of `completed`, or the one a `failed` run
+    /// still carries), or the error of a `failed` run without one.
     result: Value,
     summary: String,
+    /// How a run that failed failed: `(code, message)`.
+    failed: Option<(FailureCode, String)>,
 }
 
 impl Run {
@@ -70,6 +73,7 @@ fn collect(events: Vec<RunEvent>) -> Run {
         warnings: Vec::new(),
         result: Value::Null,
         summary: String::new(),
+        failed: None,
     };
     for event in events {
         match event.kind {
@@ -89,7 +93,19 @@ fn collect(events: Vec<RunEvent>) -> Run {
                     run.summary = text.clone();
                 }
             }
-            EventKind::Failed(failed) => run.result = json!({ "error": failed.error.message }),
+            EventKind::Failed(failed) => {
+                let error = failed.error;
+                run.failed = Some((error.code, error.message.clone()));
+                run.result = match error.result {
+                    Some(result) => {
+                        if let Some(weir_core::Content::Text { text }) = result.content.first() {
+                            run.summary = text.clone();
+                        }
+                        result.structured.unwrap_or_default()
+                    }
+                    None => json!({ "error": error.message }),
+                };
+            }
             EventKind::Canceled(canceled) => run.result = json!({ "canceled": canceled.reason }),
             _ => {}
         }
@@ -187,6 +203,41 @@ async fn stdout_and_stderr_are_tagged_and_kept_in_order() {
     assert_eq!(run.result["exit_code"], 3);
     assert_eq!(run.result["stdout_bytes"], 18);
     assert_eq!(run.result["stderr_bytes"], 18);
+    // A non-zero exit fails the run, which keeps its whole result.
+    assert_eq!(kinds(&run).last(), Some(&"failed"));
+    assert_eq!(
+        run.failed,
+        Some((
+            FailureCode::ToolError,
+            "the program exited with code 3".to_owned()
+        ))
+    );
+    assert!(run.summary.starts_with("[exit code 3 after"), "{run:?}");
+}
+
+/// A program killed by a signal fails the run, its output and result kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_killed_by_a_signal_fails_with_its_result() {
+    let pack = pack(quick()).await;
+    let code =
+        "import os, signal\nprint('before', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)";
+    let run = call(
+        &pack,
+        "execute_code",
+        json!({"language": "python", "code": code}),
+    )
+    .await;
+    assert_eq!(run.output("stdout"), "before\n");
+    assert_eq!(run.result["signal"], "SIGSEGV", "{run:?}");
+    assert_eq!(run.result["exit_code"], Value::Null);
+    assert_eq!(
+        run.failed,
+        Some((
+            FailureCode::ToolError,
+            "the program was killed by SIGSEGV".to_owned()
+        ))
+    );
+    assert!(run.summary.starts_with("[killed by SIGSEGV"), "{run:?}");
 }
 
 /// Each line a program prints is reported as progress after its partial:
@@ -490,6 +541,11 @@ async fn every_language_found_here_runs_and_reports_its_exit_code() {
             "{name}: {run:?}"
         );
         assert_eq!(run.result["exit_code"], 2, "{name}");
+        assert_eq!(
+            run.failed.as_ref().map(|(_, why)| why.as_str()),
+            Some("the program exited with code 2"),
+            "{name}"
+        );
         ran.push(name.to_owned());
     }
     // This project's CI machine has these at least.
@@ -674,6 +730,13 @@ async fn a_timeout_sends_sigterm_then_sigkill_and_reports_both() {
     assert_eq!(run.result["signals_sent"], json!(["SIGTERM", "SIGKILL"]));
     assert_eq!(run.result["signal"], "SIGKILL");
     assert_eq!(run.result["exit_code"], Value::Null);
+    assert_eq!(
+        run.failed,
+        Some((
+            FailureCode::Timeout,
+            "the program timed out after 0.5 s (sent SIGTERM then SIGKILL)".to_owned()
+        ))
+    );
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert!(
         run.summary
@@ -708,6 +771,7 @@ async fn a_timeout_sends_sigterm_then_sigkill_and_reports_both() {
     .await;
     assert_eq!(run.result["signals_sent"], json!(["SIGTERM"]));
     assert_eq!(run.result["signal"], "SIGTERM");
+    assert_eq!(run.failed.map(|(code, _)| code), Some(FailureCode::Timeout));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
