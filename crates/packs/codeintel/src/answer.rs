@@ -7,8 +7,14 @@
 //! offset up to the page's size in items and bytes. Past the page the query
 //! keeps counting (so the summary's totals and counts by file are whole)
 //! but sends nothing; the summary's `nextCursor` asks for the next page.
-//! So a run's partials stay well under the server's result limit, and the
-//! final result (a summary) does too.
+//! So a run's partials stay well under the server's result limit.
+//!
+//! **The final result is the answer.** Most hosts show their model only the
+//! final result, never the partials, so a list tool's final result holds
+//! the page's items themselves ([`Listing`]): as lines grouped by file in
+//! `content`, and compact in `structuredContent`. The page then also stops
+//! where either form would pass the token budget ([`Page::budget_bytes`]),
+//! so that the result fits what a host passes its model.
 //!
 //! **Backpressure and cancellation.** The channel between the query and the
 //! run holds a few items; when the run cannot write (its log is behind),
@@ -20,9 +26,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
-use weir_core::{ChunkLimits, Chunker, FailureCode, Meta, Milestone, Partial, RunError, Warning};
+use weir_core::{
+    ChunkLimits, Chunker, Completed, Content, FailureCode, Meta, Milestone, Partial, RunError,
+    Warning,
+};
 use weir_runtime::RunContext;
 
 /// Items per partial chunk.
@@ -87,7 +96,29 @@ impl Heartbeat {
 pub(crate) struct Page {
     pub(crate) offset: u64,
     pub(crate) max_items: u64,
+    /// Most bytes of streamed items (as JSON).
     pub(crate) max_bytes: usize,
+    /// For a list tool: most bytes the page's items take in each form of
+    /// the final result (the lines, the compact items); `None` when the
+    /// final result is a summary only.
+    pub(crate) budget_bytes: Option<usize>,
+}
+
+/// One item of a page, as the final result shows it.
+#[derive(Clone, Debug)]
+pub(crate) struct Listed {
+    /// The line that introduces its run of items: its file, or its group.
+    header: String,
+    line: String,
+    compact: Value,
+}
+
+/// What the final result's two forms of a page have used so far.
+#[derive(Default)]
+struct Used {
+    lines: usize,
+    compact: usize,
+    last_header: Option<String>,
 }
 
 /// What the query thread sends the run.
@@ -120,6 +151,9 @@ pub(crate) struct Sink {
     full: bool,
     pub(crate) warnings: Vec<String>,
     started: Instant,
+    /// The page's items for the final result (list tools only).
+    listed: Vec<Listed>,
+    used: Used,
 }
 
 /// How a page went, for the summary.
@@ -164,20 +198,55 @@ impl Sink {
             return Ok(());
         }
         let bytes = item.to_string().len() + 1;
+        let listed = self.page.budget_bytes.map(|_| listed(group, &item));
         if self.sent >= self.page.max_items
             || (self.sent > 0 && self.sent_bytes + bytes > self.page.max_bytes)
+            || (self.sent > 0 && !self.fits(listed.as_ref()))
         {
             self.full = true;
             return Ok(());
         }
         self.sent += 1;
         self.sent_bytes += bytes;
+        if let Some(listed) = listed {
+            self.keep(listed);
+        }
         self.sender
             .blocking_send(Produced::Item {
                 group: group.to_owned(),
                 item,
             })
             .map_err(|_| Stopped)
+    }
+
+    /// What `listed` adds to each form: its line (and its header's, when
+    /// it starts a new run), and its compact JSON.
+    fn costs(&self, listed: &Listed) -> (usize, usize) {
+        let header = match &self.used.last_header {
+            Some(last) if *last == listed.header => 0,
+            _ => listed.header.len() + 1,
+        };
+        (
+            header + listed.line.len() + 1,
+            listed.compact.to_string().len() + 1,
+        )
+    }
+
+    /// Whether `listed` still fits the page's budget in both forms.
+    fn fits(&self, listed: Option<&Listed>) -> bool {
+        let (Some(budget), Some(listed)) = (self.page.budget_bytes, listed) else {
+            return true;
+        };
+        let (lines, compact) = self.costs(listed);
+        self.used.lines + lines <= budget && self.used.compact + compact <= budget
+    }
+
+    fn keep(&mut self, listed: Listed) {
+        let (lines, compact) = self.costs(&listed);
+        self.used.lines += lines;
+        self.used.compact += compact;
+        self.used.last_header = Some(listed.header.clone());
+        self.listed.push(listed);
     }
 
     pub(crate) fn page(&self) -> PageReport {
@@ -194,14 +263,21 @@ impl Sink {
     }
 }
 
-/// Runs `query` on a blocking thread and streams what it gives to `ctx`;
-/// returns the query's summary and when the first chunk went out.
+/// What a query run gave: its summary, when its first chunk went out, and
+/// (for a list tool) the page's items as the final result shows them.
+pub(crate) struct Streamed {
+    pub(crate) summary: Value,
+    pub(crate) first_chunk_ms: Option<u64>,
+    pub(crate) listed: Vec<Listed>,
+}
+
+/// Runs `query` on a blocking thread and streams what it gives to `ctx`.
 pub(crate) async fn stream<F>(
     ctx: &RunContext,
     page: Page,
     heartbeat: Duration,
     query: F,
-) -> Result<(Value, Option<u64>), RunError>
+) -> Result<Streamed, RunError>
 where
     F: FnOnce(&mut Sink) -> Result<Value, RunError> + Send + 'static,
 {
@@ -219,8 +295,13 @@ where
         full: false,
         warnings: Vec::new(),
         started,
+        listed: Vec::new(),
+        used: Used::default(),
     };
-    let worker = tokio::task::spawn_blocking(move || query(&mut sink));
+    let worker = tokio::task::spawn_blocking(move || {
+        let summary = query(&mut sink);
+        (summary, sink.listed)
+    });
     let limits = ChunkLimits {
         max_items: CHUNK_ITEMS,
         max_bytes: CHUNK_BYTES,
@@ -275,10 +356,14 @@ where
         first_chunk_ms.get_or_insert(started.elapsed().as_millis() as u64);
         ctx.emit(partial(chunk)).await.map_err(ended)?;
     }
-    let summary = worker
+    let (summary, listed) = worker
         .await
-        .map_err(|e| RunError::new(FailureCode::Internal, format!("the query failed: {e}")))??;
-    Ok((summary, first_chunk_ms))
+        .map_err(|e| RunError::new(FailureCode::Internal, format!("the query failed: {e}")))?;
+    Ok(Streamed {
+        summary: summary?,
+        first_chunk_ms,
+        listed,
+    })
 }
 
 fn partial(chunk: weir_core::Chunk) -> Partial {
@@ -326,6 +411,207 @@ pub(crate) fn paging(page: &PageReport, state_id: &str) -> Value {
     })
 }
 
+/// Longest context or docs a line shows, in characters.
+const LINE_TEXT: usize = 160;
+
+/// The first line of `text`, trimmed, cut at `max` characters.
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let line = line.trim();
+    match line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
+
+/// An item as the final result shows it: under its file when it has a
+/// place (a use, a definition), else under its group (a tier, a module
+/// list); a ranked item named by its stableId keeps its group, so the
+/// ranking is not regrouped.
+fn listed(group: &str, item: &Value) -> Listed {
+    let location = item.get("location").filter(|l| l.is_object());
+    let ranked = item.get("stableId").and_then(Value::as_str);
+    let (header, line) = match (location, ranked) {
+        (Some(location), None) => (
+            location["fileId"].as_str().unwrap_or_default().to_owned(),
+            located_line(location, item),
+        ),
+        (_, Some(stable_id)) => (format!("[{group}]"), ranked_line(stable_id, item)),
+        (None, None) => (format!("[{group}]"), fields_line(item)),
+    };
+    Listed {
+        header,
+        line,
+        compact: compact(item),
+    }
+}
+
+/// `  20:12 definition struct [tags]: pub struct RunContext {`
+fn located_line(location: &Value, item: &Value) -> String {
+    let mut what = item["kind"].as_str().unwrap_or("item").to_owned();
+    if let Some(kind) = item["symbolKind"].as_str() {
+        what = format!("{what} {kind}");
+    }
+    if let Some(backend) = item["backend"].as_str() {
+        what = format!("{what} [{backend}]");
+    }
+    format!(
+        "  {}:{} {what}: {}",
+        location["startLine"],
+        location["startColumn"],
+        first_line(item["context"].as_str().unwrap_or_default(), LINE_TEXT)
+    )
+}
+
+/// `  src/shapes.rs:2:Circle class: A circle of radius r.`
+fn ranked_line(stable_id: &str, item: &Value) -> String {
+    let text = item["docs"]
+        .as_str()
+        .filter(|docs| !docs.trim().is_empty())
+        .or(item["context"].as_str())
+        .unwrap_or_default();
+    format!(
+        "  {stable_id} {}: {}",
+        item["kind"].as_str().unwrap_or("item"),
+        first_line(text, LINE_TEXT)
+    )
+}
+
+/// `  from=crates/core to=crates/runtime strength=3`: any other item.
+fn fields_line(item: &Value) -> String {
+    let Value::Object(fields) = item else {
+        return format!("  {}", first_line(&item.to_string(), LINE_TEXT));
+    };
+    let pairs: Vec<String> = fields
+        .iter()
+        .filter(|(_, value)| !value.is_null())
+        .map(|(key, value)| match value {
+            Value::String(text) => format!("{key}={}", first_line(text, LINE_TEXT)),
+            other => format!("{key}={}", first_line(&other.to_string(), LINE_TEXT)),
+        })
+        .collect();
+    format!("  {}", pairs.join(" "))
+}
+
+/// An item without what a model does not need: its place flattened
+/// (`file`, `line`, `column`; the end only when it is another line), no
+/// nulls, no `moduleId` or `isTest` (the path says both), and for an item
+/// named by its stableId (`path:line:name`) no separate place or name.
+fn compact(item: &Value) -> Value {
+    let Value::Object(fields) = item else {
+        return item.clone();
+    };
+    let ranked = fields.contains_key("stableId");
+    let mut out = Map::new();
+    if let Some(location) = fields.get("location").filter(|l| l.is_object()) {
+        if !ranked {
+            out.insert("file".into(), location["fileId"].clone());
+            out.insert("line".into(), location["startLine"].clone());
+            out.insert("column".into(), location["startColumn"].clone());
+        }
+        if !location["endLine"].is_null() && location["endLine"] != location["startLine"] {
+            out.insert("endLine".into(), location["endLine"].clone());
+        }
+    }
+    for (key, value) in fields {
+        let redundant =
+            matches!(key.as_str(), "location" | "moduleId" | "isTest") || (ranked && key == "name");
+        if !redundant && !value.is_null() {
+            out.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// How the answer was found, in one phrase: the query's own words when it
+/// gives them (`precision`), else from its provenance.
+fn precision(summary: &Value) -> String {
+    if let Some(precision) = summary["precision"].as_str() {
+        return precision.to_owned();
+    }
+    let backends: Vec<&str> = summary["provenance"]["backends"]
+        .as_array()
+        .map(|all| all.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match summary["provenance"]["completeness"].as_str() {
+        Some("exact") => "exact: every item from the SCIP index".into(),
+        Some("mixed") => {
+            "partly exact: SCIP where its index covers the files, elsewhere matched by name".into()
+        }
+        _ => format!("by name ({}), not resolved", backends.join(", ")),
+    }
+}
+
+/// Which part of the answer this page is, and how to get the next.
+fn page_phrase(summary: &Value, tool: &str) -> String {
+    let total = summary["total"].as_u64().unwrap_or(0);
+    let offset = summary["offset"].as_u64().unwrap_or(0);
+    let returned = summary["returned"].as_u64().unwrap_or(0);
+    if summary["truncated"] != true {
+        return format!("all {total} here");
+    }
+    let range = if returned == 0 {
+        format!("none of {total} here (from {offset})")
+    } else {
+        format!("items {}-{} of {total} here", offset + 1, offset + returned)
+    };
+    match summary["nextCursor"].as_str() {
+        Some(cursor) => format!(
+            "{range}; for the next page call {tool} again with the same arguments and cursor=\"{cursor}\""
+        ),
+        None => format!("{range}, the last page"),
+    }
+}
+
+/// A list tool's final result: `what` (the tool's own words on the whole
+/// answer) with the page and the precision as the first line, then the
+/// page's items as lines grouped by file in `content`; the summary without
+/// what the items make redundant, with the same first line (`headline`)
+/// and the items (`items`) in `structuredContent`.
+pub(crate) fn listing(
+    tool: &str,
+    what: &str,
+    mut summary: Value,
+    listed: Vec<Listed>,
+) -> Completed {
+    let headline = format!(
+        "{what}; {}; precision: {}",
+        page_phrase(&summary, tool),
+        precision(&summary)
+    );
+    let mut text = headline.clone();
+    let mut last_header: Option<&str> = None;
+    for item in &listed {
+        if last_header != Some(item.header.as_str()) {
+            text.push('\n');
+            text.push_str(&item.header);
+            last_header = Some(&item.header);
+        }
+        text.push('\n');
+        text.push_str(&item.line);
+    }
+    let warnings = summary["provenance"]["warnings"].as_array().cloned();
+    for warning in warnings.iter().flatten().filter_map(Value::as_str) {
+        text.push_str("\nwarning: ");
+        text.push_str(warning);
+    }
+    if let Some(fields) = summary.as_object_mut() {
+        // The items themselves replace the sample; `total` is the count.
+        for redundant in ["topItems", "totalCount", "truncationInfo"] {
+            fields.remove(redundant);
+        }
+        fields.insert("headline".into(), Value::String(headline));
+        fields.insert(
+            "items".into(),
+            Value::Array(listed.into_iter().map(|item| item.compact).collect()),
+        );
+    }
+    Completed {
+        content: vec![Content::text(text)],
+        structured: Some(summary),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -354,8 +640,9 @@ mod tests {
                 offset: 0,
                 max_items: 10,
                 max_bytes: 1 << 20,
+                budget_bytes: None,
             };
-            let (summary, _) = stream(&ctx, page, Duration::from_millis(100), |sink| {
+            let streamed = stream(&ctx, page, Duration::from_millis(100), |sink| {
                 sink.meta(Meta {
                     total: Some(1),
                     backends: vec![],
@@ -369,7 +656,7 @@ mod tests {
             .await?;
             Ok(Completed {
                 content: vec![],
-                structured: Some(summary),
+                structured: Some(streamed.summary),
             })
         }
     }

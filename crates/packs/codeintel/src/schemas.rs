@@ -14,7 +14,6 @@ fn query_summary(own: Value, required: &[&str]) -> Value {
         }},
         "nextCursor": {"type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last."},
         "firstChunkMs": {"type": ["integer", "null"], "description": "When the first chunk went out, from the query's start."},
-        "topItems": {"type": "array", "items": {"type": "object"}},
         "provenance": {
             "type": "object",
             "properties": {
@@ -45,58 +44,102 @@ fn query_summary(own: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": all_required})
 }
 
+/// What a list tool's final result adds: the first line and the page's
+/// items, each as `item` describes it.
+fn listed(item: Value) -> Value {
+    json!({
+        "headline": {"type": "string", "description": "The first line of the text content: the count, the total, which page this is (and how to get the next), the precision."},
+        "items": {"type": "array", "items": item, "description": "This page's items, in order: the whole answer unless truncated is true."}
+    })
+}
+
+/// Adds `more`'s properties to `own` (both objects).
+fn with(mut own: Value, more: Value) -> Value {
+    if let (Some(own), Value::Object(more)) = (own.as_object_mut(), more) {
+        own.extend(more);
+    }
+    own
+}
+
 pub(crate) fn references_summary() -> Value {
+    let item = json!({"type": "object", "properties": {
+        "file": {"type": "string"},
+        "line": {"type": "integer"},
+        "column": {"type": "integer"},
+        "kind": {"type": "string", "description": "definition, call, type, impl, import, reference, mention…"},
+        "symbolKind": {"type": "string", "description": "A definition's kind: function, class…"},
+        "context": {"type": "string", "description": "The line, trimmed."},
+        "backend": {"type": "string", "description": "scip (compiler-resolved), tags (tree-sitter) or text (a whole-word match)."},
+        "symbolId": {"type": "string", "description": "The SCIP symbol, when SCIP found it."}
+    }, "required": ["file", "line", "column", "kind", "context"]});
     query_summary(
-        json!({
-            "symbol": {"type": "string"},
-            "totalCount": {"type": "integer"},
-            "definitions": {"type": "integer"},
-            "fileCount": {"type": "integer"},
-            "byKind": {"type": "object", "additionalProperties": {"type": "integer"}},
-            "byFile": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "count": {"type": "integer"}}}},
-            "symbols": {"type": "array", "description": "The SCIP symbols the answer is about, each with its counts; empty without SCIP.", "items": {"type": "object", "properties": {
-                "symbolId": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": ["string", "null"]}, "docs": {"type": ["string", "null"]},
-                "definitions": {"type": "integer"}, "references": {"type": "integer"}
-            }}}
-        }),
+        with(
+            json!({
+                "symbol": {"type": "string"},
+                "definitions": {"type": "integer"},
+                "fileCount": {"type": "integer"},
+                "byKind": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "byFile": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "count": {"type": "integer"}}}},
+                "symbols": {"type": "array", "description": "The SCIP symbols the answer is about, each with its counts; empty without SCIP.", "items": {"type": "object", "properties": {
+                    "symbolId": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": ["string", "null"]}, "docs": {"type": ["string", "null"]},
+                    "definitions": {"type": "integer"}, "references": {"type": "integer"}
+                }}}
+            }),
+            listed(item),
+        ),
         &[
             "symbol",
-            "totalCount",
             "definitions",
             "fileCount",
             "byKind",
             "byFile",
-            "topItems",
+            "headline",
+            "items",
         ],
     )
 }
 
 pub(crate) fn search_summary() -> Value {
+    let item = json!({"type": "object", "properties": {
+        "stableId": {"type": "string", "description": "path:line:name: pass it as find_references' or understand's symbol."},
+        "kind": {"type": "string"},
+        "endLine": {"type": "integer", "description": "Where the definition ends."},
+        "docs": {"type": "string"},
+        "context": {"type": "string"},
+        "match": {"type": "string", "enum": ["exact", "exact_ignoring_case", "prefix", "text"]},
+        "score": {"type": "number"}
+    }, "required": ["stableId", "kind", "match"]});
     query_summary(
-        json!({
-            "query": {"type": "string"},
-            "totalCount": {"type": "integer"},
-            "limit": {"type": "integer"},
-            "byTier": {"type": "object", "additionalProperties": {"type": "integer"}}
-        }),
-        &["query", "totalCount", "byTier", "topItems"],
+        with(
+            json!({
+                "query": {"type": "string"},
+                "limit": {"type": "integer"},
+                "byTier": {"type": "object", "additionalProperties": {"type": "integer"}}
+            }),
+            listed(item),
+        ),
+        &["query", "byTier", "headline", "items"],
     )
 }
 
 pub(crate) fn architecture_summary() -> Value {
+    let item = json!({"type": "object", "description": "A module (path, fileCount, symbolCount, …) or an edge (from, to, kind, strength)."});
     query_summary(
-        json!({
-            "granularity": {"type": "string", "enum": ["module", "directory", "file"]},
-            "moduleCount": {"type": "integer"},
-            "edgeCount": {"type": "integer"},
-            "modules": {"type": "array", "items": {"type": "object"}},
-            "dependencyGraph": {"type": "array", "items": {"type": "object"}},
-            "entrypoints": {"type": "array", "items": {"type": "string"}},
-            "mermaid": {"type": "string"},
-            "hotspots": {"type": "array", "items": {"type": "object"}, "description": "Files with the most commits lately (git); empty outside git."},
-            "confidence": {"type": "string"},
-            "limitations": {"type": "array", "items": {"type": "string"}}
-        }),
+        with(
+            json!({
+                "granularity": {"type": "string", "enum": ["package", "module", "directory", "file"]},
+                "moduleCount": {"type": "integer"},
+                "edgeCount": {"type": "integer"},
+                "modules": {"type": "array", "items": {"type": "object"}},
+                "dependencyGraph": {"type": "array", "items": {"type": "object"}},
+                "entrypoints": {"type": "array", "items": {"type": "string"}},
+                "mermaid": {"type": "string"},
+                "hotspots": {"type": "array", "items": {"type": "object"}, "description": "Files with the most commits lately (git); empty outside git."},
+                "confidence": {"type": "string"},
+                "limitations": {"type": "array", "items": {"type": "string"}}
+            }),
+            listed(item),
+        ),
         &[
             "granularity",
             "moduleCount",
@@ -105,6 +148,8 @@ pub(crate) fn architecture_summary() -> Value {
             "dependencyGraph",
             "entrypoints",
             "mermaid",
+            "headline",
+            "items",
         ],
     )
 }

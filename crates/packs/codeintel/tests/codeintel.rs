@@ -32,6 +32,23 @@ impl Outcome {
         }
     }
 
+    /// The final result's text content.
+    fn text(&self) -> String {
+        match &self.events.last().unwrap().kind {
+            EventKind::Completed(completed) => completed
+                .content
+                .iter()
+                .map(|block| {
+                    serde_json::to_value(block).unwrap()["text"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect(),
+            other => panic!("the run did not complete: {other:?}"),
+        }
+    }
+
     fn items(&self) -> Vec<(String, Value)> {
         self.partials()
             .into_iter()
@@ -175,7 +192,7 @@ async fn the_index_holds_every_language_and_skips_ignored_files() {
             json!({"repo": fixture.repo(), "query": "generated"}),
         )
         .await;
-    assert_eq!(search.summary()["totalCount"], 0, "build/ is ignored");
+    assert_eq!(search.summary()["total"], 0, "build/ is ignored");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,7 +243,7 @@ async fn search_ranks_exact_then_case_then_prefix_then_text() {
     assert_eq!(docs[1], "The area of the circle.");
     assert_eq!(docs[4], "Area answers one request.");
     let summary = search.summary();
-    assert_eq!(summary["totalCount"], 10);
+    assert_eq!(summary["total"], 10);
     assert_eq!(summary["provenance"]["completeness"], "syntactic");
     assert_eq!(summary["nextCursor"], Value::Null);
 
@@ -271,7 +288,7 @@ async fn references_come_definitions_first_then_by_file() {
         ]
     );
     let summary = refs.summary();
-    assert_eq!(summary["totalCount"], 11);
+    assert_eq!(summary["total"], 11);
     assert_eq!(summary["definitions"], 4);
     assert_eq!(
         summary["byKind"],
@@ -461,7 +478,7 @@ async fn an_edit_reindexes_only_that_file() {
             json!({"repo": fixture.repo(), "query": "describe"}),
         )
         .await;
-    assert_eq!(gone.summary()["totalCount"], 0);
+    assert_eq!(gone.summary()["total"], 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -764,7 +781,7 @@ async fn with_an_index_scip_references_are_exact_and_tell_same_named_symbols_apa
             json!({"repo": fixture.repo(), "query": "area", "kind": "method"}),
         )
         .await;
-    let ids: Vec<&str> = found.summary()["topItems"]
+    let ids: Vec<&str> = found.summary()["items"]
         .as_array()
         .unwrap()
         .iter()
@@ -794,7 +811,7 @@ async fn with_an_index_scip_references_are_exact_and_tell_same_named_symbols_apa
         "println!(\"{} {}\", c.area(), s.area());"
     );
     let summary = circle.summary();
-    assert_eq!(summary["totalCount"], 3);
+    assert_eq!(summary["total"], 3);
     assert_eq!(summary["provenance"]["completeness"], "exact");
     assert_eq!(summary["provenance"]["backends"], json!(["scip"]));
     assert_eq!(
@@ -1336,4 +1353,85 @@ async fn a_long_parse_keeps_the_run_talking_with_heartbeats() {
         .max()
         .unwrap();
     assert!(gaps <= 700, "a silence of {gaps} ms");
+}
+
+/// Issue 23: the final result holds the page's items themselves, and a
+/// page stops at the token budget: with a budget of a few items, the
+/// pages hold every reference once, in order, in both forms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_final_result_holds_the_page_within_the_token_budget() {
+    let whole = Fixture::new().await;
+    let args = json!({"repo": whole.repo(), "symbol": "area"});
+    let all = whole.call("find_references", args.clone()).await;
+    let summary = all.summary();
+    assert_eq!(summary["truncated"], false);
+    assert_eq!(summary["items"].as_array().unwrap().len(), 11);
+    let listed = |outcome: &Outcome| -> Vec<String> {
+        outcome.summary()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| {
+                format!(
+                    "{}:{}:{} {}",
+                    item["file"].as_str().unwrap(),
+                    item["line"],
+                    item["column"],
+                    item["kind"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        listed(&all),
+        places(&all.items()),
+        "the streamed items, compact"
+    );
+    assert!(summary.get("topItems").is_none() && summary.get("totalCount").is_none());
+
+    // About two items a page in either form.
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("polyglot");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/polyglot"),
+        &repo,
+    );
+    let small = Fixture::configured(dir, repo, |config| config.result_tokens = 60).await;
+    let mut cursor = Value::Null;
+    let mut paged = Vec::new();
+    let mut pages = 0;
+    loop {
+        let mut args = json!({"repo": small.repo(), "symbol": "area"});
+        if !cursor.is_null() {
+            args["cursor"] = cursor.clone();
+        }
+        let page = small.call("find_references", args).await;
+        let summary = page.summary().clone();
+        assert_eq!(summary["total"], 11);
+        assert_eq!(summary["truncated"], true);
+        let items = listed(&page);
+        assert!(!items.is_empty() && items.len() <= 3, "{items:?}");
+        assert_eq!(
+            items,
+            places(&page.items()),
+            "what streamed is what the result holds"
+        );
+        // One line a file, then one an item; the first line says which page.
+        let text = page.text();
+        let item_lines = text.lines().filter(|l| l.starts_with("  ")).count();
+        assert_eq!(item_lines, items.len(), "{text}");
+        assert!(
+            summary["items"].to_string().len() <= 60 * 4 + 2,
+            "{summary}"
+        );
+        paged.extend(items);
+        pages += 1;
+        cursor = summary["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+        assert!(text.lines().next().unwrap().contains("cursor="), "{text}");
+    }
+    assert!(pages >= 4, "{pages}");
+    assert_eq!(paged, listed(&all));
 }

@@ -16,7 +16,7 @@ use weir_core::{Completed, Content, FailureCode, Meta, Milestone, RunError};
 use weir_runtime::{RunContext, Tool, ToolInfo};
 
 use crate::Shared;
-use crate::answer::{self, CancelOnDrop, Heartbeat, Page, parse_cursor};
+use crate::answer::{self, CancelOnDrop, Heartbeat, Page, Streamed, listing, parse_cursor};
 use crate::indexer::{IndexError, IndexOptions, IndexProgress, IndexReport, index_repository};
 use crate::query::IndexState;
 use crate::query::architecture::{Granularity, get_architecture};
@@ -148,6 +148,7 @@ fn page_of(shared: &Shared, args: &Value, db: &Path) -> Result<(Page, Option<Str
         offset: 0,
         max_items: shared.config.page_items,
         max_bytes: shared.config.page_bytes,
+        budget_bytes: None,
     };
     if let Some(size) = args.get("page_size").and_then(Value::as_u64) {
         page.max_items = size.clamp(1, shared.config.page_items);
@@ -167,7 +168,47 @@ fn page_of(shared: &Shared, args: &Value, db: &Path) -> Result<(Page, Option<Str
     Ok((page, warning))
 }
 
-/// Streams a query's answer and builds its result.
+/// The page of a list tool: as [`page_of`] (which reads `page_size`), and
+/// within the server's token budget in the final result; `items_arg`
+/// (`limit`) asks for fewer items too.
+fn list_page_of(
+    shared: &Shared,
+    args: &Value,
+    db: &Path,
+    items_arg: &str,
+) -> Result<(Page, Option<String>), RunError> {
+    let (mut page, warning) = page_of(shared, args, db)?;
+    if let Some(items) = args.get(items_arg).and_then(Value::as_u64) {
+        page.max_items = items.clamp(1, shared.config.page_items);
+    }
+    page.budget_bytes = Some(shared.config.result_tokens.saturating_mul(4));
+    Ok((page, warning))
+}
+
+/// Streams a query's answer: its summary, and the page's items when the
+/// page has a budget (a list tool's).
+async fn stream_answer<F>(
+    ctx: &RunContext,
+    shared: &Shared,
+    page: Page,
+    warning: Option<String>,
+    query: F,
+) -> Result<Streamed, RunError>
+where
+    F: FnOnce(&mut answer::Sink) -> Result<Value, RunError> + Send + 'static,
+{
+    if let Some(message) = warning {
+        ctx.emit(weir_core::Warning { message })
+            .await
+            .map_err(emit_failed)?;
+    }
+    let mut streamed = answer::stream(ctx, page, shared.config.heartbeat, query).await?;
+    streamed.summary["firstChunkMs"] = json!(streamed.first_chunk_ms);
+    Ok(streamed)
+}
+
+/// Streams a query's answer and returns its summary (the compound tools,
+/// whose summary is the answer).
 async fn answer<F>(
     ctx: &RunContext,
     shared: &Shared,
@@ -178,15 +219,34 @@ async fn answer<F>(
 where
     F: FnOnce(&mut answer::Sink) -> Result<Value, RunError> + Send + 'static,
 {
-    if let Some(message) = warning {
-        ctx.emit(weir_core::Warning { message })
-            .await
-            .map_err(emit_failed)?;
+    Ok(stream_answer(ctx, shared, page, warning, query)
+        .await?
+        .summary)
+}
+
+/// `1 file`, `2 files`.
+fn counted(count: u64, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
     }
-    let (mut summary, first_chunk_ms) =
-        answer::stream(ctx, page, shared.config.heartbeat, query).await?;
-    summary["firstChunkMs"] = json!(first_chunk_ms);
-    Ok(summary)
+}
+
+/// `(kinds: call 3, mention 140)` from a `byKind` object.
+fn by_kind(counts: &Value) -> String {
+    let counts: Vec<String> = counts
+        .as_object()
+        .map(|all| {
+            all.iter()
+                .map(|(kind, count)| format!("{kind} {count}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if counts.is_empty() {
+        String::new()
+    } else {
+        format!(" (kinds: {})", counts.join(", "))
+    }
 }
 
 /// `index_repo`.
@@ -287,16 +347,16 @@ impl Tool for SearchSymbols {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "search_symbols",
-            "Search a repository's definitions by name: exact matches first, then ignoring case, then by prefix, then full text over name parts and docs. Streams matches in chunks; the result is a summary with the top matches and a cursor for more.",
+            "Search a repository's definitions by name: exact matches first, then ignoring case, then by prefix, then full text over name parts and docs. The result holds the matches themselves (stableId, kind, docs), one a line, up to `limit`; past the server's token budget it holds the first page with truncated: true, the exact total and a nextCursor to pass as `cursor` for the next. Also streamed as partial results to clients that take them.",
             json!({
                 "type": "object",
                 "properties": {
                     "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
                     "query": {"type": "string", "description": "A name, a prefix, or words."},
                     "kind": {"type": "string", "description": "Only definitions of this kind: function, method, class, interface, module, macro, constant, type."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50, "description": "Most matches in the whole answer."},
                     "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."},
-                    "page_size": {"type": "integer", "minimum": 1, "description": "Items per page (at most the server's)."}
+                    "page_size": {"type": "integer", "minimum": 1, "description": "Most matches on this page (a page also stops at the server's token budget)."}
                 },
                 "required": ["repo", "query"],
                 "additionalProperties": false
@@ -313,24 +373,32 @@ impl Tool for SearchSymbols {
             kind: args["kind"].as_str().map(str::to_owned),
             limit: args["limit"].as_u64().unwrap_or(50).clamp(1, 1000),
         };
+        let limit = query.limit;
         let (_, db) = open_repo(&ctx, &self.0, &args).await?;
-        let (page, warning) = page_of(&self.0, &args, &db)?;
-        let summary = answer(&ctx, &self.0, page, warning, move |sink| {
+        let (page, warning) = list_page_of(&self.0, &args, &db, "page_size")?;
+        let Streamed {
+            summary, listed, ..
+        } = stream_answer(&ctx, &self.0, page, warning, move |sink| {
             search_symbols(&open_store(&db)?, &query, sink)
         })
         .await?;
-        let headline = format!(
-            "search_symbols {:?}: {} matches (exact {}, prefix {}, text {})",
+        let total = summary["total"].as_u64().unwrap_or(0);
+        let what = format!(
+            "search_symbols {:?}: {total} matches (exact {}, prefix {}, text {}){}",
             summary["query"].as_str().unwrap_or_default(),
-            summary["totalCount"],
             summary["byTier"]["exact"].as_u64().unwrap_or(0)
                 + summary["byTier"]["exact_ignoring_case"]
                     .as_u64()
                     .unwrap_or(0),
             summary["byTier"]["prefix"],
             summary["byTier"]["text"],
+            if total >= limit {
+                format!(", stopped at limit={limit}: more may match")
+            } else {
+                String::new()
+            },
         );
-        Ok(completed(headline, summary))
+        Ok(listing("search_symbols", &what, summary, listed))
     }
 }
 
@@ -342,7 +410,7 @@ impl Tool for FindReferences {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "find_references",
-            "Find a symbol's definitions and uses in a repository: definitions first, then each file's uses in line order. Where the repository has an index.scip (from a compiler-grade indexer), the files it covers answer exactly, each use tagged with its SCIP symbol, so same-named symbols never mix; elsewhere call sites, type uses and implementations from tree-sitter, and other whole-word mentions from the text. Streams them grouped by file in chunks of at most 50; the result is a summary (counts by file and kind, the SCIP symbols, the top items, completeness exact|mixed|syntactic) and a cursor for the next page.",
+            "Find a symbol's definitions and uses in a repository: definitions first, then each file's uses in line order. Where the repository has an index.scip (from a compiler-grade indexer), the files it covers answer exactly, each use tagged with its SCIP symbol, so same-named symbols never mix; elsewhere call sites, type uses and implementations from tree-sitter, and other whole-word mentions from the text. The result holds the references themselves, grouped by file (`path`, then `line:column kind [backend]: context`), with counts by kind and file and the precision (exact|mixed|by name); past the server's token budget (or `limit`) it holds the first page with truncated: true, the exact total and a nextCursor to pass as `cursor` for the next. Also streamed as partial results, grouped by file, to clients that take them.",
             json!({
                 "type": "object",
                 "properties": {
@@ -351,7 +419,8 @@ impl Tool for FindReferences {
                     "include_tests": {"type": "boolean", "default": true, "description": "Include uses in test files."},
                     "text": {"type": "boolean", "default": true, "description": "Include whole-word mentions no tag covers (imports, field reads, comments); false gives only what tree-sitter tags."},
                     "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."},
-                    "page_size": {"type": "integer", "minimum": 1, "description": "Items per page (at most the server's)."}
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most items on this page (a page also stops at the server's token budget)."},
+                    "page_size": {"type": "integer", "minimum": 1, "description": "The same as limit (older name)."}
                 },
                 "required": ["repo", "symbol"],
                 "additionalProperties": false
@@ -369,25 +438,33 @@ impl Tool for FindReferences {
             text: args["text"].as_bool().unwrap_or(true),
         };
         let (root, db) = open_repo(&ctx, &self.0, &args).await?;
-        let (page, warning) = page_of(&self.0, &args, &db)?;
-        let summary = answer(&ctx, &self.0, page, warning, move |sink| {
+        let (page, warning) = list_page_of(&self.0, &args, &db, "limit")?;
+        let Streamed {
+            mut summary,
+            listed,
+            ..
+        } = stream_answer(&ctx, &self.0, page, warning, move |sink| {
             find_references(&open_store(&db)?, &root, &query, sink)
         })
         .await?;
-        let headline = format!(
-            "find_references {:?}: {} items ({} definitions) in {} files; this page {} from {}{}",
-            summary["symbol"].as_str().unwrap_or_default(),
-            summary["totalCount"],
-            summary["definitions"],
-            summary["fileCount"],
-            summary["returned"],
-            summary["offset"],
-            match summary["nextCursor"].as_str() {
-                Some(cursor) => format!("; more with cursor {cursor:?}"),
-                None => String::new(),
+        // A SCIP symbol's docs can be pages long: their first line says which.
+        for symbol in summary["symbols"].as_array_mut().into_iter().flatten() {
+            if let Some(docs) = symbol["docs"].as_str() {
+                symbol["docs"] = json!(docs.lines().next().unwrap_or_default());
             }
+        }
+        let total = summary["total"].as_u64().unwrap_or(0);
+        let definitions = summary["definitions"].as_u64().unwrap_or(0);
+        let what = format!(
+            "find_references {:?}: {} ({}, {}) in {}{}",
+            summary["symbol"].as_str().unwrap_or_default(),
+            counted(total, "item"),
+            counted(definitions, "definition"),
+            counted(total.saturating_sub(definitions), "use"),
+            counted(summary["fileCount"].as_u64().unwrap_or(0), "file"),
+            by_kind(&summary["byKind"]),
         );
-        Ok(completed(headline, summary))
+        Ok(listing("find_references", &what, summary, listed))
     }
 }
 
@@ -399,14 +476,15 @@ impl Tool for GetArchitecture {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "get_architecture",
-            "A repository's architecture: its modules, directories or files with their sizes, the dependency edges between them (uses of names defined elsewhere, with strength), entry points, and the module graph as Mermaid text. Streams every module and edge; the summary shows the 20 largest modules and the 50 strongest edges among them.",
+            "A repository's architecture: its modules, directories or files with their sizes, the dependency edges between them (uses of names defined elsewhere, with strength), entry points, and the module graph as Mermaid text. The result holds every module and edge (one a line) up to the server's token budget, else the first page with truncated: true, the exact total and a nextCursor to pass as `cursor`; its summary shows the largest modules, the strongest edges among them and the Mermaid graph. Also streamed as partial results to clients that take them.",
             json!({
                 "type": "object",
                 "properties": {
                     "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
-                    "granularity": {"type": "string", "enum": ["module", "directory", "file"], "default": "module"},
+                    "granularity": {"type": "string", "enum": ["package", "crate", "module", "directory", "file"], "default": "module", "description": "package (or crate): the packages the manifests declare, edges their dependencies on each other; module, directory, file: edges from imports resolved to files."},
                     "depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 2, "description": "For modules: how many directory levels make a module."},
-                    "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."}
+                    "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most modules and edges on this page (a page also stops at the server's token budget)."}
                 },
                 "required": ["repo"],
                 "additionalProperties": false
@@ -420,28 +498,31 @@ impl Tool for GetArchitecture {
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
         let depth = args["depth"].as_u64().unwrap_or(2).clamp(1, 10) as usize;
         let granularity = match args["granularity"].as_str().unwrap_or("module") {
+            "package" | "crate" => Granularity::Package,
             "module" => Granularity::Module { depth },
             "directory" => Granularity::Directory,
             "file" => Granularity::File,
             other => {
                 return Err(invalid(format!(
-                    "unknown granularity {other:?}: use module, directory or file"
+                    "unknown granularity {other:?}: use package, module, directory or file"
                 )));
             }
         };
         let (_, db) = open_repo(&ctx, &self.0, &args).await?;
-        let (page, warning) = page_of(&self.0, &args, &db)?;
-        let summary = answer(&ctx, &self.0, page, warning, move |sink| {
+        let (page, warning) = list_page_of(&self.0, &args, &db, "limit")?;
+        let Streamed {
+            summary, listed, ..
+        } = stream_answer(&ctx, &self.0, page, warning, move |sink| {
             get_architecture(&open_store(&db)?, granularity, sink)
         })
         .await?;
-        let headline = format!(
+        let what = format!(
             "get_architecture: {} {}s, {} edges, entry points {}",
             summary["moduleCount"],
             summary["granularity"].as_str().unwrap_or_default(),
             summary["edgeCount"],
             summary["entrypoints"],
         );
-        Ok(completed(headline, summary))
+        Ok(listing("get_architecture", &what, summary, listed))
     }
 }
