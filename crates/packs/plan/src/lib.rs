@@ -25,6 +25,12 @@
 //! an upstream, whose schema weir does not know, has every argument value
 //! stored redacted.
 //!
+//! A step *fails* when its run fails, and a run that failed with a result
+//! (`RunError::with_result`: `execute_code` when the program exits
+//! non-zero, is killed by a signal or times out) keeps it: such a step is
+//! retried, branched on as `failed`, and its `result` and `text` stay
+//! readable (`${steps.build.result.exit_code}`).
+//!
 //! The plan's run reports each step as it starts (its child run's id) and
 //! ends, as `partial` lines of group `steps` (with a structured item each),
 //! and counts steps ended as milestones; its log's `meta` events name every
@@ -57,6 +63,7 @@
 //!     server: chat        # declared by the operator: weir serve --upstream chat=http://127.0.0.1:9000/mcp
 //!     after: [build]
 //!     if: {step: build, outcome: [failed, canceled]}
+//!     args: {text: "build failed after ${steps.build.attempts} attempts: ${steps.build.error}"}
 //! ```
 //!
 //! ```

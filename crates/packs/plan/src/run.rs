@@ -383,13 +383,16 @@ async fn run_step(
                 };
                 match result {
                     Ok(done) => Ended::Completed(done),
-                    Err(error) => Ended::Failed(error.to_string()),
+                    Err(error) => {
+                        let result = error.result.clone().map(|result| *result);
+                        Ended::Failed(error.to_string(), result)
+                    }
                 }
             }
-            (Some(_), None) => Ended::Failed("this server cannot call other servers".into()),
+            (Some(_), None) => Ended::Failed("this server cannot call other servers".into(), None),
         };
         let retry = match (&ended, step.retry) {
-            (Ended::Failed(_), Some(retry)) if attempt < attempts => retry,
+            (Ended::Failed(..), Some(retry)) if attempt < attempts => retry,
             _ => break ended,
         };
         attempt += 1;
@@ -415,7 +418,14 @@ async fn run_step(
             Content::text_of(&done.content),
             None,
         ),
-        Ended::Failed(why) => (Outcome::Failed, None, String::new(), Some(why)),
+        // A step that failed with a result (a program that exited
+        // non-zero) keeps it: `steps.ID.result.exit_code` and `.text`.
+        Ended::Failed(why, result) => {
+            let (structured, text) = result.map_or((None, String::new()), |result| {
+                (result.structured, Content::text_of(&result.content))
+            });
+            (Outcome::Failed, structured, text, Some(why))
+        }
         Ended::Canceled(why) => (Outcome::Canceled, None, String::new(), Some(why)),
     };
     let report = StepReport {
@@ -436,7 +446,8 @@ async fn run_step(
 /// How one attempt ended.
 enum Ended {
     Completed(Completed),
-    Failed(String),
+    /// Why, and the result it still produced, if any.
+    Failed(String, Option<Completed>),
     Canceled(String),
 }
 
@@ -444,7 +455,7 @@ impl Ended {
     fn reason(&self) -> Option<&str> {
         match self {
             Ended::Completed(_) => None,
-            Ended::Failed(why) | Ended::Canceled(why) => Some(why),
+            Ended::Failed(why, _) | Ended::Canceled(why) => Some(why),
         }
     }
 }
@@ -460,7 +471,7 @@ async fn local(
 ) -> Ended {
     let child = match ctx.call(&step.tool, arguments, timeout).await {
         Ok(child) => child,
-        Err(error) => return Ended::Failed(error.to_string()),
+        Err(error) => return Ended::Failed(error.to_string(), None),
     };
     let run_id = child.run_id().to_string();
     run_ids.push(run_id.clone());
@@ -475,22 +486,31 @@ async fn local(
     .await;
     // What the child streamed is part of its text (a tool that streams its
     // output leaves it out of its final content).
-    match child.follow(MAX_TEXT).await {
-        Ok(ChildEnd {
-            streamed,
-            terminal: EventKind::Completed(mut done),
-        }) => {
-            if !streamed.is_empty() {
-                done.content.insert(0, Content::text(streamed));
-            }
-            Ended::Completed(done)
+    let with_streamed = |mut done: Completed, streamed: String| {
+        if !streamed.is_empty() {
+            done.content.insert(0, Content::text(streamed));
         }
-        Ok(ChildEnd { terminal, .. }) => match terminal {
-            EventKind::Failed(failed) => Ended::Failed(failed.error.message),
+        done
+    };
+    match child.follow(MAX_TEXT).await {
+        Ok(ChildEnd { streamed, terminal }) => match terminal {
+            EventKind::Completed(done) => Ended::Completed(with_streamed(done, streamed)),
+            // A child that failed with a result (a program that exited
+            // non-zero) is a failed step that keeps it.
+            EventKind::Failed(failed) => Ended::Failed(
+                failed.error.message,
+                failed
+                    .error
+                    .result
+                    .map(|result| with_streamed(*result, streamed)),
+            ),
             EventKind::Canceled(canceled) => Ended::Canceled(canceled.reason),
-            other => Ended::Failed(format!("run {run_id} ended with {}", other.type_name())),
+            other => Ended::Failed(
+                format!("run {run_id} ended with {}", other.type_name()),
+                None,
+            ),
         },
-        Err(error) => Ended::Failed(error.to_string()),
+        Err(error) => Ended::Failed(error.to_string(), None),
     }
 }
 

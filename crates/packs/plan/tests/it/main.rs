@@ -74,6 +74,33 @@ impl Tool for Fail {
     }
 }
 
+/// Like a program that exits 2: prints a line (streamed, as `stdout`),
+/// then fails with its result still in hand (`RunError::with_result`).
+struct Exits;
+
+#[async_trait]
+impl Tool for Exits {
+    fn info(&self) -> ToolInfo {
+        ToolInfo::new("exits", "exits 2", json!({"type": "object"})).with_text_fields(&["stdout"])
+    }
+    async fn run(&self, ctx: RunContext, _args: Value) -> Result<Completed, RunError> {
+        let line = weir_core::Partial {
+            content: vec![Content::text("make: *** no rule\n")],
+            group: Some("stdout".into()),
+            ..Default::default()
+        };
+        ctx.emit(line).await.unwrap();
+        Err(
+            RunError::new(FailureCode::ToolError, "the program exited with code 2").with_result(
+                Completed {
+                    content: vec![Content::text("[exit code 2]")],
+                    structured: Some(json!({ "exit_code": 2 })),
+                },
+            ),
+        )
+    }
+}
+
 /// Never ends by itself.
 struct Hang;
 
@@ -115,6 +142,7 @@ async fn scheduler() -> (Arc<dyn EventLog>, Scheduler) {
         Arc::new(Echo),
         Arc::new(Flaky::default()),
         Arc::new(Fail),
+        Arc::new(Exits),
         Arc::new(Hang),
     ];
     tools.extend(PlanPack::new(None).tools());
@@ -297,6 +325,53 @@ async fn a_plan_runs_its_steps_as_children_with_a_branch_a_retry_and_templates()
         })
         .collect();
     assert_eq!(progress, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+}
+
+/// A step whose tool fails with a result (a program that exited non-zero)
+/// is a failed step: retried, its failure branch runs, its success branch
+/// does not, and its result and output stay readable.
+#[tokio::test]
+async fn a_step_that_fails_with_a_result_is_retried_and_branched_on() {
+    let (log, scheduler) = scheduler().await;
+    let plan = r#"
+steps:
+  - {id: build, tool: exits, retry: {attempts: 3, backoff_ms: 1}}
+  - id: report
+    tool: echo
+    after: [build]
+    if: {path: steps.build.result.exit_code, equals: 0}
+  - id: alert
+    tool: echo
+    after: [build]
+    if: {step: build, outcome: [failed, canceled]}
+    args: {code: "${steps.build.result.exit_code}", why: "${steps.build.error}", text: "${steps.build.text}"}
+"#;
+    let (plan, terminal) = run_plan(&scheduler, plan).await;
+    let EventKind::Completed(done) = terminal.kind else {
+        panic!("{terminal:?}")
+    };
+    let summary = done.structured.unwrap();
+    let step = |id: &str| {
+        summary["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|step| step["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let build = step("build");
+    assert_eq!(build["outcome"], "failed", "{build}");
+    assert_eq!(build["attempts"], 3, "{build}");
+    assert_eq!(build["result"]["exit_code"], 2, "{build}");
+    assert_eq!(build["result"]["stdout"], "make: *** no rule\n", "{build}");
+    assert_eq!(step("report")["outcome"], "skipped");
+    let alert = step("alert");
+    assert_eq!(alert["outcome"], "completed", "{alert}");
+    assert_eq!(alert["result"]["code"], 2);
+    assert_eq!(alert["result"]["why"], "the program exited with code 2");
+    assert_eq!(alert["result"]["text"], "make: *** no rule\n[exit code 2]");
+    assert_eq!(children(&log, &plan).await.len(), 4);
 }
 
 /// A step that fails with nobody branching on it fails the plan; the
