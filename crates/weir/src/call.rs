@@ -1,10 +1,11 @@
 //! `weir call`: call a tool on an MCP server and show the call as it
-//! happens. Text output puts partial results and the result on stdout and,
-//! on a terminal, a progress bar on stderr; jsonl output puts every event on
-//! stdout as one JSON line. Ctrl-C cancels the call on the server; a second
-//! Ctrl-C exits at once.
+//! happens. Text output ([`crate::call_text`]) puts what the tool streams
+//! where it belongs, each byte once, and weir's own words (the run id, a
+//! progress bar on a terminal, errors) on stderr; jsonl output puts every
+//! event on stdout as one JSON line. Ctrl-C cancels the call on the server;
+//! a second Ctrl-C exits at once.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -13,9 +14,9 @@ use tokio::signal::unix::{SignalKind, signal};
 use weir_client::{CallEvent, CallOptions, CallResult, ClientError, TaskMode};
 use weir_core::Content;
 
-use crate::cli::{CallArgs, OutputFormat};
+use crate::call_text::TextView;
+use crate::cli::{CallArgs, OutputFormat, ServerArgs};
 use crate::exit::Outcome;
-use crate::progress_bar::ProgressBar;
 use crate::remote;
 
 pub(crate) async fn run(args: CallArgs) -> anyhow::Result<Outcome> {
@@ -51,15 +52,22 @@ pub(crate) async fn run(args: CallArgs) -> anyhow::Result<Outcome> {
         timeout,
     };
     let mut call = client.call_stream(&args.tool, arguments, options);
-    let mut show = Show::new(args.output);
+    let mut show = Show::new(args.output, &args.tool, &args.server);
     let mut interrupted = false;
     let last = loop {
+        let redraw_at = show.redraw_at();
+        let redraw = async {
+            match redraw_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             event = call.next() => match event {
                 Some(event) if event.is_terminal() => break event,
                 Some(event) => {
                     show.event(&event)?;
-                    if show.stdout_closed && !interrupted {
+                    if show.stdout_closed() && !interrupted {
                         // Nobody reads the output any more (`| head`): stop the call.
                         interrupted = true;
                         call.cancel("the output was closed");
@@ -67,6 +75,7 @@ pub(crate) async fn run(args: CallArgs) -> anyhow::Result<Outcome> {
                 }
                 None => break CallEvent::Error(ClientError::Closed),
             },
+            () = redraw => show.redraw(),
             _ = interrupts.recv() => {
                 if interrupted {
                     show.clear();
@@ -85,19 +94,38 @@ pub(crate) async fn run(args: CallArgs) -> anyhow::Result<Outcome> {
     drop(call);
     client.close().await;
     Ok(match last {
-        CallEvent::Result(result) if result.is_error => {
-            eprintln!(
-                "weir: {} reported an error{}; check its arguments with `{}`",
-                args.tool,
-                first_line(&result).map_or(String::new(), |line| format!(": {line}")),
-                remote::tools_command(&args.server)
-            );
-            Outcome::Failed
-        }
-        CallEvent::Result(_) => Outcome::Completed,
+        CallEvent::Result(result) => outcome(&result, &args, show.is_text()),
         CallEvent::Error(error) => remote::report(&error, &args.server),
         _ => unreachable!("the loop ends on a terminal event"),
     })
+}
+
+/// How a result ends the command: canceled when a weir server says the run
+/// was (whoever cancelled it), failed when it is a tool error. The text
+/// view said why; with JSON lines, one line on stderr does.
+fn outcome(result: &CallResult, args: &CallArgs, text: bool) -> Outcome {
+    let canceled = result
+        .run
+        .as_ref()
+        .is_some_and(|run| run.state == "canceled");
+    if canceled {
+        return Outcome::Canceled;
+    }
+    if !result.is_error {
+        return Outcome::Completed;
+    }
+    if !text {
+        let why = first_line(result).map_or(String::new(), |line| format!(": {line}"));
+        match &result.run {
+            Some(_) => eprintln!("weir: {} failed{why}", args.tool),
+            None => eprintln!(
+                "weir: {} reported an error{why}; check its arguments with `{}`",
+                args.tool,
+                remote::tools_command(&args.server)
+            ),
+        }
+    }
+    Outcome::Failed
 }
 
 /// The tool's arguments: `--json` as the base, `key=value` pairs over it.
@@ -131,207 +159,104 @@ fn first_line(result: &CallResult) -> Option<&str> {
     })
 }
 
-/// Shows events as they come.
-struct Show {
-    format: OutputFormat,
-    started: Instant,
-    /// The progress bar, when stderr is a terminal (text output).
-    bar: Option<ProgressBar>,
-    /// Content blocks already printed from partial results.
-    streamed: Vec<Content>,
-    /// Stdout is a closed pipe: nothing more is printed.
-    stdout_closed: bool,
+/// Shows events as they come: for a person, or as JSON lines.
+enum Show {
+    Text(Box<TextView>),
+    Jsonl {
+        started: Instant,
+        stdout_closed: bool,
+    },
 }
 
 impl Show {
-    fn new(format: OutputFormat) -> Show {
-        let bar = (format == OutputFormat::Text && std::io::stderr().is_terminal())
-            .then(ProgressBar::new);
-        Show {
-            format,
-            started: Instant::now(),
-            bar,
-            streamed: Vec::new(),
-            stdout_closed: false,
+    fn new(format: OutputFormat, tool: &str, server: &ServerArgs) -> Show {
+        match format {
+            OutputFormat::Text => Show::Text(Box::new(TextView::new(
+                tool,
+                tail_command(server),
+                remote::tools_command(server),
+            ))),
+            OutputFormat::Jsonl => Show::Jsonl {
+                started: Instant::now(),
+                stdout_closed: false,
+            },
+        }
+    }
+
+    fn is_text(&self) -> bool {
+        matches!(self, Show::Text(_))
+    }
+
+    fn stdout_closed(&self) -> bool {
+        match self {
+            Show::Text(view) => view.stdout_closed,
+            Show::Jsonl { stdout_closed, .. } => *stdout_closed,
+        }
+    }
+
+    fn redraw_at(&self) -> Option<tokio::time::Instant> {
+        match self {
+            Show::Text(view) => view.redraw_at(),
+            Show::Jsonl { .. } => None,
+        }
+    }
+
+    fn redraw(&mut self) {
+        if let Show::Text(view) = self {
+            view.redraw();
         }
     }
 
     fn clear(&mut self) {
-        if let Some(bar) = &mut self.bar {
-            bar.clear();
+        if let Show::Text(view) = self {
+            view.clear();
         }
     }
 
     fn status(&mut self, status: &str) {
-        if let Some(bar) = &mut self.bar {
-            bar.status(status);
+        if let Show::Text(view) = self {
+            view.status(status);
         }
     }
 
     fn event(&mut self, event: &CallEvent) -> anyhow::Result<()> {
-        match self.format {
-            OutputFormat::Jsonl => {
+        match self {
+            Show::Text(view) => Ok(view.event(event)?),
+            Show::Jsonl {
+                started,
+                stdout_closed,
+            } => {
+                if *stdout_closed {
+                    return Ok(());
+                }
                 let line = JsonLine {
                     kind: event_kind(event),
-                    elapsed_ms: self.started.elapsed().as_millis() as u64,
+                    elapsed_ms: started.elapsed().as_millis() as u64,
                     fields: event_json(event),
                 };
-                let text = serde_json::to_string(&line)?;
-                self.print(|out| Ok(writeln!(out, "{text}")?))
-            }
-            OutputFormat::Text => self.text(event),
-        }
-    }
-
-    fn text(&mut self, event: &CallEvent) -> anyhow::Result<()> {
-        match event {
-            CallEvent::Progress {
-                progress,
-                total,
-                message,
-            } => {
-                if let Some(bar) = &mut self.bar {
-                    bar.update(*progress, *total, message.as_deref());
-                }
-            }
-            CallEvent::Partial {
-                content,
-                structured,
-                ..
-            } => {
-                // A program's stderr (weir's exec tools group it so) goes to
-                // stderr.
-                let group = structured.as_ref().and_then(|s| s.get("group"));
-                if group.and_then(Value::as_str) == Some("stderr") {
-                    self.clear();
-                    let mut stderr = std::io::stderr().lock();
-                    for block in content {
-                        write_block(&mut stderr, block)?;
-                    }
-                    drop(stderr);
-                    if let Some(bar) = &mut self.bar {
-                        bar.draw();
-                    }
-                } else {
-                    self.print(|out| {
-                        for block in content {
-                            write_block(out, block)?;
-                        }
-                        // Structured data is the output only when there is
-                        // no content (else it describes the content).
-                        if let (Some(structured), true) = (structured, content.is_empty()) {
-                            writeln!(out, "{structured}")?;
-                        }
+                let text = serde_json::to_string(&line)? + "\n";
+                let mut stdout = std::io::stdout().lock();
+                match stdout
+                    .write_all(text.as_bytes())
+                    .and_then(|()| stdout.flush())
+                {
+                    Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                        *stdout_closed = true;
                         Ok(())
-                    })?;
-                }
-                self.streamed.extend(content.iter().cloned());
-            }
-            CallEvent::Log {
-                level,
-                logger,
-                data,
-            } => {
-                self.clear();
-                let data = match data {
-                    Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                };
-                let level = serde_json::to_value(level)?;
-                let level = level.as_str().unwrap_or("log");
-                match logger {
-                    Some(logger) => eprintln!("[{level}] {logger}: {data}"),
-                    None => eprintln!("[{level}] {data}"),
-                }
-                if let Some(bar) = &mut self.bar {
-                    bar.draw();
-                }
-            }
-            CallEvent::Task {
-                task_id, status, ..
-            } => {
-                let status = format!("task {task_id} {}", status.as_str());
-                if let Some(bar) = &mut self.bar {
-                    bar.status(&status);
-                }
-            }
-            CallEvent::Result(result) => {
-                // The result repeats what partials showed: print only the rest.
-                let already = result
-                    .content
-                    .iter()
-                    .zip(&self.streamed)
-                    .take_while(|(a, b)| a == b)
-                    .count();
-                let any_text = result
-                    .content
-                    .iter()
-                    .any(|block| matches!(block, Content::Text { .. }));
-                self.print(|out| {
-                    for block in &result.content[already..] {
-                        write_block(out, block)?;
                     }
-                    if let (Some(structured), false) = (&result.structured, any_text) {
-                        writeln!(out, "{}", serde_json::to_string_pretty(structured)?)?;
-                    }
-                    Ok(())
-                })?;
+                    written => Ok(written?),
+                }
             }
-            CallEvent::Error(_) => {}
         }
-        Ok(())
-    }
-
-    /// Writes to stdout with the bar out of the way. A closed pipe is not
-    /// an error: it ends the output.
-    fn print(
-        &mut self,
-        write: impl FnOnce(&mut std::io::StdoutLock<'static>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
-        if self.stdout_closed {
-            return Ok(());
-        }
-        self.clear();
-        let mut stdout = std::io::stdout().lock();
-        let written = write(&mut stdout).and_then(|()| Ok(stdout.flush()?));
-        if let Err(error) = written {
-            let broken_pipe = error
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe);
-            if !broken_pipe {
-                return Err(error);
-            }
-            self.stdout_closed = true;
-        }
-        if let Some(bar) = &mut self.bar {
-            bar.draw();
-        }
-        Ok(())
     }
 }
 
-/// One content block for people, on its own line(s).
-fn write_block(out: &mut impl Write, block: &Content) -> std::io::Result<()> {
-    let text = match block {
-        Content::Text { text } => text.clone(),
-        Content::Image { data, mime_type } => {
-            format!("[image {mime_type}, {} bytes base64]", data.len())
-        }
-        Content::Audio { data, mime_type } => {
-            format!("[audio {mime_type}, {} bytes base64]", data.len())
-        }
-        Content::Resource {
-            uri,
-            text: Some(text),
-            ..
-        } => format!("[resource {uri}]\n{text}"),
-        Content::Resource { uri, .. } => format!("[resource {uri}]"),
-        Content::ResourceLink { uri, name, .. } => format!("[link {name}] {uri}"),
-    };
-    if text.ends_with('\n') {
-        write!(out, "{text}")
-    } else {
-        writeln!(out, "{text}")
+/// How `weir runs tail` reaches this server's runs, without the id.
+fn tail_command(server: &ServerArgs) -> String {
+    match &server.target.url {
+        Some(url) => format!("weir runs tail --url {url}"),
+        // A server spawned over stdio keeps its runs in the data directory.
+        None => "weir runs tail".to_owned(),
     }
 }
 
@@ -348,6 +273,7 @@ struct JsonLine {
 
 fn event_kind(event: &CallEvent) -> &'static str {
     match event {
+        CallEvent::Run { .. } => "run",
         CallEvent::Progress { .. } => "progress",
         CallEvent::Partial { .. } => "partial",
         CallEvent::Log { .. } => "log",
@@ -360,6 +286,7 @@ fn event_kind(event: &CallEvent) -> &'static str {
 /// An event's fields (those present), for `--output jsonl`.
 fn event_json(event: &CallEvent) -> Map<String, Value> {
     let fields = match event {
+        CallEvent::Run { run_id } => json!({ "run_id": run_id }),
         CallEvent::Progress {
             progress,
             total,
@@ -384,6 +311,7 @@ fn event_json(event: &CallEvent) -> Map<String, Value> {
             "is_error": result.is_error,
             "content": result.content,
             "structured": result.structured,
+            "run": result.run,
         }),
         CallEvent::Error(error) => json!({ "message": error.to_string() }),
     };

@@ -3,6 +3,7 @@
 
 mod agent;
 mod call;
+mod call_text;
 mod cli;
 mod exit;
 #[cfg(feature = "codeintel")]

@@ -111,10 +111,19 @@ pub(crate) fn describe(kind: &EventKind) -> String {
             }
             line
         }
-        EventKind::Failed(f) => format!("{}: {}", wire_name(&f.error.code), f.error),
+        EventKind::Failed(f) => failure(&wire_name(&f.error.code), &f.error.to_string()),
         EventKind::Canceled(c) => c.reason.clone(),
     };
     clip(&line, 200)
+}
+
+/// `code: message`, once: a message that begins with its code
+/// (`interrupted: the server stopped`) is not prefixed again.
+fn failure(code: &str, message: &str) -> String {
+    match message.strip_prefix(code) {
+        Some(rest) if rest.starts_with(':') => message.to_owned(),
+        _ => format!("{code}: {message}"),
+    }
 }
 
 fn contents(content: &[Content]) -> String {
@@ -154,6 +163,19 @@ fn wire_name<T: serde::Serialize>(value: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_says_its_code_once() {
+        assert_eq!(
+            failure("interrupted", "interrupted: the server stopped"),
+            "interrupted: the server stopped"
+        );
+        assert_eq!(failure("timeout", "too slow"), "timeout: too slow");
+        assert_eq!(
+            failure("tool_error", "tool_errors: x"),
+            "tool_error: tool_errors: x"
+        );
+    }
 
     #[test]
     fn durations_read_naturally() {

@@ -1,7 +1,9 @@
 //! A live one-line progress display for a terminal's stderr: a bar (a
 //! spinner when the total is unknown), the count, percent, the server's
-//! message and an ETA from the rate so far. Redrawn at most every 80 ms;
-//! cleared before anything else is printed, then drawn again.
+//! message and an ETA from the rate so far. Drawn at most every 80 ms: a
+//! report that comes sooner waits for [`ProgressBar::due`] (the caller's
+//! timer), so the bar never shows a report older than the newest. Cleared
+//! before anything else is printed, then drawn again.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -29,6 +31,8 @@ pub(crate) struct ProgressBar {
     status: Option<String>,
     drawn: bool,
     last_draw: Option<Instant>,
+    /// Something changed since the bar was last drawn.
+    dirty: bool,
     frame: usize,
     width: usize,
 }
@@ -47,13 +51,24 @@ impl ProgressBar {
             status: None,
             drawn: false,
             last_draw: None,
+            dirty: false,
             frame: 0,
             width,
         }
     }
 
-    /// A new progress report.
+    /// A new progress report, drawn now unless the last draw was less
+    /// than [`REDRAW`] ago (then it is [`ProgressBar::due`]).
+    #[cfg_attr(not(feature = "codeintel"), allow(dead_code))]
     pub(crate) fn update(&mut self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        self.record(progress, total, message);
+        if self.due().is_some_and(|due| due <= Instant::now()) {
+            self.draw();
+        }
+    }
+
+    /// A new progress report, drawn by the caller when it is due.
+    pub(crate) fn record(&mut self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let now = Instant::now();
         self.first.get_or_insert((now, progress));
         let message = message
@@ -64,15 +79,32 @@ impl ProgressBar {
             total,
             message,
         });
-        if self.last_draw.is_none_or(|last| now - last >= REDRAW) {
-            self.draw();
-        }
+        self.dirty = true;
     }
 
     /// Sets the word in front of the bar, and redraws.
+    #[cfg_attr(not(feature = "codeintel"), allow(dead_code))]
     pub(crate) fn status(&mut self, status: &str) {
-        self.status = Some(status.to_owned());
+        self.set_status(status);
         self.draw();
+    }
+
+    /// Sets the word in front of the bar (drawn with the next draw).
+    pub(crate) fn set_status(&mut self, status: &str) {
+        self.status = Some(status.to_owned());
+        self.dirty = true;
+    }
+
+    /// When the newest state should be drawn: at once the first time,
+    /// else [`REDRAW`] after the last draw; `None` when it is drawn.
+    pub(crate) fn due(&self) -> Option<Instant> {
+        if !self.dirty {
+            return None;
+        }
+        Some(
+            self.last_draw
+                .map_or_else(Instant::now, |last| last + REDRAW),
+        )
     }
 
     /// Erases the bar (before other output).
@@ -97,6 +129,7 @@ impl ProgressBar {
         let _ = write!(stderr, "\r\x1b[2K{line}");
         let _ = stderr.flush();
         self.drawn = true;
+        self.dirty = false;
         self.last_draw = Some(now);
     }
 
@@ -199,6 +232,22 @@ mod tests {
         let line = bar.line(start + Duration::from_secs(5));
         assert_eq!(line.chars().count(), 79);
         assert!(line.starts_with("cancelling…  [") && line.ends_with(" · ETA 15s"));
+    }
+
+    /// A report that comes within the redraw interval is drawn when the
+    /// interval is up, not left behind until the next report.
+    #[test]
+    fn a_report_too_soon_is_due_at_the_end_of_the_interval() {
+        let mut bar = ProgressBar::new();
+        assert_eq!(bar.due(), None);
+        bar.record(1.0, Some(10.0), None);
+        assert!(bar.due().unwrap() <= Instant::now());
+        bar.draw();
+        bar.clear();
+        assert_eq!(bar.due(), None);
+        let drawn = bar.last_draw.unwrap();
+        bar.update(2.0, Some(10.0), None);
+        assert_eq!(bar.due(), Some(drawn + REDRAW), "too soon: not drawn");
     }
 
     #[test]

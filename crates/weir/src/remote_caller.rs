@@ -162,7 +162,7 @@ impl RemoteCaller for ClientCaller {
                         .map_or_else(|| data.to_string(), str::to_owned),
                 }
                 .into(),
-                CallEvent::Task { .. } => continue,
+                CallEvent::Task { .. } | CallEvent::Run { .. } => continue,
             };
             // Best effort: a caller that stopped listening does not stop the call.
             let _ = events.try_send(forwarded);

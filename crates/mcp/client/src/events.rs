@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use weir_core::{Content, LogLevel};
+use weir_mcp_wire::revision::meta_key;
 
 use crate::error::ClientError;
 
@@ -49,6 +50,12 @@ pub enum CallEvent {
         /// The server's `statusMessage`.
         message: Option<String>,
     },
+    /// A weir server named the run behind the call, as it started (the
+    /// call asks with `_meta["io.weir/run"]`; other servers say nothing).
+    Run {
+        /// The run's id, for `weir runs` and the `runs_*` tools.
+        run_id: String,
+    },
     /// Terminal: the tool's result (which may be a tool error, `is_error`).
     Result(CallResult),
     /// Terminal: the call did not produce a result.
@@ -72,6 +79,25 @@ pub struct CallResult {
     pub structured: Option<Value>,
     /// Whether the tool reported an error (`isError`).
     pub is_error: bool,
+    /// The run behind it, when a weir server says.
+    pub run: Option<RunEnd>,
+}
+
+/// What a weir server says on a result about the run behind it
+/// (`_meta["io.weir/run"]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunEnd {
+    /// The run's id.
+    pub run_id: String,
+    /// How it ended: `completed`, `failed` or `canceled`.
+    pub state: String,
+    /// How many of the result's first content blocks the call's partial
+    /// results carried (merged by stream): a client that showed the
+    /// partials need not show these again.
+    pub streamed: usize,
+    /// The content was cut at the server's result limit (its last two
+    /// blocks say so and link to the run).
+    pub truncated: bool,
 }
 
 /// A task's status (both task designs use these names).
@@ -200,6 +226,25 @@ pub(crate) fn result_from_wire(result: &Value) -> Result<CallResult, ClientError
         content: contents_from_wire(result.get("content")),
         structured: result.get("structuredContent").cloned(),
         is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
+        run: run_end(result),
+    })
+}
+
+/// `_meta["io.weir/run"]` of a result, when it is whole.
+fn run_end(result: &Value) -> Option<RunEnd> {
+    let run = result.get("_meta")?.get(meta_key::WEIR_RUN)?;
+    Some(RunEnd {
+        run_id: run.get("id")?.as_str()?.to_owned(),
+        state: run.get("state")?.as_str()?.to_owned(),
+        streamed: usize::try_from(run.get("streamed")?.as_u64()?).ok()?,
+        truncated: run.get("truncated")?.as_bool()?,
+    })
+}
+
+/// A `notifications/weir/run`'s params as an event.
+pub(crate) fn run_from_wire(params: &Value) -> Option<CallEvent> {
+    Some(CallEvent::Run {
+        run_id: params.get("runId")?.as_str()?.to_owned(),
     })
 }
 

@@ -88,7 +88,7 @@ use weir_mcp_wire::revision::STATELESS_VERSION;
 
 pub use call::CallStream;
 pub use error::ClientError;
-pub use events::{CallEvent, CallResult, TaskStatus, TaskSupport, ToolDescription};
+pub use events::{CallEvent, CallResult, RunEnd, TaskStatus, TaskSupport, ToolDescription};
 pub use options::{CallOptions, ClientOptions, Revision, StdioCommand, Target, TaskMode};
 pub use runs::{RunEvents, follow_run};
 

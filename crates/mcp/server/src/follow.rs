@@ -78,8 +78,11 @@ pub(crate) async fn follow_asking(
     mut asked: Option<Asked>,
 ) -> Result<Value, FollowError> {
     let log = state.scheduler.log();
-    let mut projector = Projector::new(scope);
     let mut result = ResultBuilder::new(run_id.clone(), state.config.result_limit);
+    if scope.run_notices {
+        result.run_notices();
+    }
+    let mut projector = Projector::new(scope);
     let mut events = log.subscribe_from(run_id, 0);
     let id_prefix: Arc<str> = run_id.as_str().into();
     let to = Delivery {
@@ -317,6 +320,7 @@ pub(crate) async fn final_result(state: &ServerState, run_id: &RunId) -> Result<
         progress_token: None,
         partial_token: None,
         log_level: None,
+        run_notices: false,
     };
     match follow(state, run_id, None, quiet, &sink, None).await {
         Ok(result) => Ok(result),

@@ -36,6 +36,10 @@ pub(crate) struct Scope {
     pub(crate) partial_token: Option<Value>,
     /// Logging notifications at or above this level, if any.
     pub(crate) log_level: Option<LogLevel>,
+    /// The request asked to be told its run (`_meta["io.weir/run"]`):
+    /// a `notifications/weir/run` when it starts, how it ended on the
+    /// result.
+    pub(crate) run_notices: bool,
 }
 
 impl Scope {
@@ -73,12 +77,14 @@ impl Scope {
                 .and_then(|level| serde_json::from_value(level.clone()).ok()),
             Era::Session => session_log_level,
         };
+        let run_notices = meta.is_some_and(|m| m.contains_key(meta_key::WEIR_RUN));
         Scope {
             era,
             client_capabilities,
             progress_token,
             partial_token,
             log_level,
+            run_notices,
         }
     }
 }

@@ -36,6 +36,10 @@ pub mod meta_key {
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
     /// The task a message belongs to.
     pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+    /// weir's own: on a `tools/call` request, asks a weir server to name
+    /// the run behind the call (a `notifications/weir/run` when it starts)
+    /// and to say on the result how it ended; on the result, what it says.
+    pub const WEIR_RUN: &str = "io.weir/run";
 }
 
 /// The request's `_meta`, if any.

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::events::{
     CallEvent, log_from_wire, partial_from_wire, progress_from_wire, result_from_wire,
-    task_from_wire,
+    run_from_wire, task_from_wire,
 };
 
 /// The tokens of one call's notifications.
@@ -69,6 +69,16 @@ impl Relay {
                     self.last_partial = Some(*seq);
                 }
                 Some(event)
+            }
+            "notifications/weir/run"
+                if [
+                    ("progressToken", &self.tokens.progress),
+                    ("partialResultToken", &self.tokens.partial),
+                ]
+                .iter()
+                .any(|(key, mine)| token(key) == Some(mine.as_str())) =>
+            {
+                run_from_wire(params)
             }
             "notifications/message" => Some(log_from_wire(params)),
             "notifications/tasks/status" => task_from_wire(params),

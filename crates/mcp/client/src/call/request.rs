@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use weir_mcp_wire::jsonrpc::Incoming;
+use weir_mcp_wire::revision::meta_key;
 
 use super::relay::{Relay, Tokens};
 use super::stop::{DROPPED, Stop, StopSignal, cancel_request};
@@ -64,9 +65,12 @@ impl Call {
         let mut params = json!({ "name": self.tool, "arguments": self.arguments });
         let (routes, unanswered) = match shape {
             Shape::Inline => {
+                // `io.weir/run`: a weir server names the run behind the
+                // call, and says how it ended; other servers ignore it.
                 params["_meta"] = json!({
                     "progressToken": tokens.progress,
                     "partialResultToken": tokens.partial,
+                    meta_key::WEIR_RUN: {},
                 });
                 (
                     tokens.routes(),

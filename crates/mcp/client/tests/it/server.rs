@@ -266,6 +266,13 @@ async fn dropping_a_call_cancels_its_run_in_both_revisions() {
             json!({"count": 10_000, "interval_ms": 10}),
             CallOptions::default(),
         );
+        // A weir server names the run first (the call asks, `io.weir/run`).
+        let named = call.next().await.unwrap();
+        let runs = log.list_runs(&Default::default()).await.unwrap();
+        assert!(
+            matches!(&named, CallEvent::Run { run_id } if *run_id == runs[0].run_id.to_string()),
+            "{named:?}"
+        );
         let first = call.next().await.unwrap();
         assert!(
             matches!(first, CallEvent::Partial { seq: 0, .. }),

@@ -203,6 +203,7 @@ pub(crate) async fn result(
         progress_token: None,
         partial_token: None,
         log_level: None,
+        run_notices: false,
     };
     let asked = session.questions(&run.run_id);
     // Blocks until the run ends: following the log waits for it.
