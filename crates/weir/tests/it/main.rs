@@ -7,7 +7,8 @@
 //! hardening against hostile runs (`exec_hardening`), the real Claude Code
 //! and Gemini CLIs as MCP hosts of `weir serve --stdio` (`hosts`), a tool
 //! waiting on its client's answer (`input`), who can see a run and that
-//! secrets are never read back (`ownership`), plans of tool calls through `weir plan run` (`plan`), llms.txt with the real
+//! secrets are never read back (`ownership`), a failed program as a failed
+//! call and the README's plan example (`outcomes`), plans of tool calls through `weir plan run` (`plan`), llms.txt with the real
 //! small model (`llmstxt`), several nodes on one Redis (`nodes`), and the crate layering over
 //! `cargo metadata` (`layering`).
 
@@ -27,6 +28,7 @@ mod layering;
 mod llmstxt;
 #[cfg(feature = "redis")]
 mod nodes;
+mod outcomes;
 mod ownership;
 #[cfg(feature = "plan")]
 mod plan;
