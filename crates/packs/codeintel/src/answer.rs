@@ -477,14 +477,21 @@ fn ranked_line(stable_id: &str, item: &Value) -> String {
     )
 }
 
-/// `  from=crates/core to=crates/runtime strength=3`: any other item.
+/// Fields that name an item: first on its line.
+const NAMING: [&str; 5] = ["from", "to", "path", "file", "name"];
+
+/// `  from=crates/core to=crates/runtime kind=reference strength=3`: any
+/// other item, its naming fields first, without what [`compact`] drops.
 fn fields_line(item: &Value) -> String {
-    let Value::Object(fields) = item else {
+    let Value::Object(fields) = compact(item) else {
         return format!("  {}", first_line(&item.to_string(), LINE_TEXT));
     };
-    let pairs: Vec<String> = fields
+    let naming = NAMING.iter().filter_map(|key| fields.get_key_value(*key));
+    let rest = fields
         .iter()
-        .filter(|(_, value)| !value.is_null())
+        .filter(|(key, _)| !NAMING.contains(&key.as_str()));
+    let pairs: Vec<String> = naming
+        .chain(rest)
         .map(|(key, value)| match value {
             Value::String(text) => format!("{key}={}", first_line(text, LINE_TEXT)),
             other => format!("{key}={}", first_line(&other.to_string(), LINE_TEXT)),
@@ -538,7 +545,10 @@ fn precision(summary: &Value) -> String {
         Some("mixed") => {
             "partly exact: SCIP where its index covers the files, elsewhere matched by name".into()
         }
-        _ => format!("by name ({}), not resolved", backends.join(", ")),
+        _ => format!(
+            "syntactic, from {}: not compiler-resolved",
+            backends.join(", ")
+        ),
     }
 }
 

@@ -181,25 +181,33 @@ fn find_references_streams_grouped_chunks_then_a_summary() {
     );
     let result = result(&lines);
     let summary = &result["structured"];
-    assert_eq!(summary["totalCount"], 11);
+    assert_eq!(summary["total"], 11);
     assert_eq!(summary["nextCursor"], Value::Null);
     assert_eq!(summary["provenance"]["completeness"], "syntactic");
-    // The payload is in the content too, for hosts that show only that.
-    let texts: Vec<&str> = result["content"]
+    // The answer itself is in the result too, for hosts that show their
+    // model no partials: lines by file in the content, items in the
+    // structured result, the same places in the same order.
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("find_references \"area\": 11 items") && text.contains("; all 11 here; "),
+        "{text}"
+    );
+    let streamed: Vec<String> = places
+        .iter()
+        .map(|p| p.split(' ').next().unwrap().to_owned())
+        .collect();
+    let listed: Vec<String> = summary["items"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|block| block["text"].as_str())
+        .map(|item| format!("{}:{}", item["file"].as_str().unwrap(), item["line"]))
         .collect();
-    assert!(
-        texts
-            .iter()
-            .any(|t| t.starts_with("find_references \"area\": 11 items")),
-        "{texts:?}"
-    );
-    let echoed: Value =
-        serde_json::from_str(texts.iter().find(|t| t.starts_with('{')).unwrap()).unwrap();
-    assert_eq!(&echoed, summary);
+    assert_eq!(listed, streamed);
+    let written: Vec<String> = text_places(&json!({"content": [{"text": text}]}))
+        .into_iter()
+        .map(|(file, line)| format!("{file}:{line}"))
+        .collect();
+    assert_eq!(written, streamed);
 }
 
 #[test]
@@ -387,5 +395,286 @@ fn the_compound_tools_answer_through_the_server() {
         summary["symbolsByKind"],
         json!({"class": 1, "function": 2, "interface": 1, "method": 2}),
         "the constructor is no tag: JS tags leave it out"
+    );
+}
+
+/// Issue 23: a plain MCP client over `weir serve --stdio` that declares no
+/// partial results (as most hosts): all it sees is each call's final result.
+struct PlainClient {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    messages: std::sync::mpsc::Receiver<Value>,
+    next_id: u64,
+}
+
+impl PlainClient {
+    fn start(repo: &Repo, extra: &[&str]) -> PlainClient {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(WEIR)
+            .arg("--data-dir")
+            .arg(repo.data_dir())
+            .args(["serve", "--stdio", "--no-exec", "--no-critique", "--root"])
+            .arg(repo.dir.path())
+            .args(extra)
+            .env_remove("WEIR_TOKEN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, messages) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+                if sender.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut client = PlainClient {
+            child,
+            stdin,
+            messages,
+            next_id: 1,
+        };
+        client.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "weir-codeintel-plain-client", "version": "0"}
+            }),
+        );
+        client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The result of request `method`; a partial result on the way fails.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self
+                .messages
+                .recv_timeout(Duration::from_secs(120))
+                .expect("the server answers in time");
+            if message["id"] == id {
+                assert!(message.get("error").is_none(), "{message}");
+                return message["result"].clone();
+            }
+            let method = message["method"].as_str().unwrap_or_default();
+            assert!(
+                !method.contains("partial"),
+                "a partial result to a client that declared none: {message}"
+            );
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert_ne!(result["isError"], true, "{result}");
+        result
+    }
+}
+
+impl Drop for PlainClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `(file, line)` of each item in a final result's text content (a file's
+/// line, then `  line:column …` under it), checked against the first line.
+fn text_places(result: &Value) -> Vec<(String, u64)> {
+    let text = result["content"][0]["text"].as_str().unwrap();
+    let mut places = Vec::new();
+    let mut file = String::new();
+    for line in text.lines().skip(1) {
+        if let Some(item) = line.strip_prefix("  ") {
+            let at = item.split(':').next().unwrap();
+            places.push((file.clone(), at.parse().unwrap()));
+        } else if !line.starts_with("warning: ") {
+            file = line.to_owned();
+        }
+    }
+    places
+}
+
+/// `(file, line)` of each item in a final result's `structuredContent`.
+fn structured_places(result: &Value) -> Vec<(String, u64)> {
+    result["structuredContent"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            (
+                item["file"].as_str().unwrap().to_owned(),
+                item["line"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `result`'s structuredContent against `tool`'s output schema (checked as
+/// weir checks arguments; `additionalProperties` schemas are not).
+fn check_schema(tool: &Value, result: &Value) {
+    weir_core::check_arguments(&tool["outputSchema"], &result["structuredContent"])
+        .unwrap_or_else(|error| panic!("{error}: {}", result["structuredContent"]));
+}
+
+/// `grep -rnw WORD --include=*.rs` in `dir`, as `(file, line)` relative to it.
+fn grep_places(dir: &Path, word: &str) -> Vec<(String, u64)> {
+    let output = Command::new("grep")
+        .args(["-rnw", word, "--include=*.rs", "."])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let file = parts.next().unwrap().trim_start_matches("./").to_owned();
+            (file, parts.next().unwrap().parse().unwrap())
+        })
+        .collect()
+}
+
+/// A Rust crate of 300 files, each using `Widget` 10 times (one use a
+/// line), and `Gadget` used three times.
+fn widget_repo() -> Repo {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("widgets");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    let mut lib = String::from(
+        "/// A widget.\npub struct Widget(pub u32);\n\n/// A gadget.\npub struct Gadget;\n\npub fn gadget() -> Gadget {\n    Gadget\n}\n",
+    );
+    for i in 0..300 {
+        lib.push_str(&format!("pub mod m{i};\n"));
+        let body: String = (0..10)
+            .map(|j| format!("pub fn f{i}_{j}(w: &Widget) -> u32 {{\n    w.0 + {j}\n}}\n"))
+            .collect();
+        std::fs::write(
+            repo.join(format!("src/m{i}.rs")),
+            format!("use crate::*;\n\n{body}"),
+        )
+        .unwrap();
+    }
+    std::fs::write(repo.join("src/lib.rs"), lib).unwrap();
+    Repo { dir, repo }
+}
+
+/// Issue 23: a host that takes no partial results gets the answer in the
+/// final result: complete when it fits the budget, else page 1 with
+/// `truncated`, the exact total and a cursor that pages through every
+/// reference exactly once; the text and the structured form hold the same
+/// items, and the result matches the tool's output schema.
+#[test]
+fn a_client_without_partials_gets_every_reference_in_final_results() {
+    let repo = widget_repo();
+    let mut client = PlainClient::start(&repo, &["--result-tokens", "4000"]);
+    let tools = client.request("tools/list", json!({}));
+    let tool = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "find_references")
+        .unwrap()
+        .clone();
+
+    let expected = grep_places(&repo.repo, "Widget");
+    assert_eq!(expected.len(), 3_001, "the generator's own count");
+    let mut seen: Vec<(String, u64)> = Vec::new();
+    let mut cursor = Value::Null;
+    let mut pages = 0;
+    loop {
+        let mut args = json!({"repo": repo.path(), "symbol": "Widget"});
+        if !cursor.is_null() {
+            args["cursor"] = cursor.clone();
+        }
+        let result = client.call("find_references", args);
+        check_schema(&tool, &result);
+        let structured = &result["structuredContent"];
+        assert_eq!(structured["total"], expected.len() as u64, "an exact total");
+        let places = structured_places(&result);
+        assert!(!places.is_empty());
+        assert_eq!(structured["returned"], places.len() as u64);
+        assert_eq!(text_places(&result), places, "the same items in both forms");
+        let headline = result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap();
+        assert_eq!(structured["headline"], headline);
+        seen.extend(places);
+        pages += 1;
+        cursor = structured["nextCursor"].clone();
+        // Each form of the page stays within 4,000 tokens (bytes / 4) of items.
+        let items_bytes = structured["items"].to_string().len();
+        assert!(
+            items_bytes <= 4_000 * 4 + 4_096,
+            "{items_bytes} bytes of items"
+        );
+        assert_eq!(structured["truncated"], true, "{headline}");
+        if cursor.is_null() {
+            assert!(headline.contains("the last page"), "{headline}");
+            break;
+        }
+        assert!(
+            headline.contains(&format!(
+                "for the next page call find_references again with the same arguments and cursor=\"{}\"",
+                cursor.as_str().unwrap()
+            )),
+            "{headline}"
+        );
+        assert!(pages < 100, "paging does not end");
+    }
+    assert!(pages > 2, "{pages} pages: the budget did not page");
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), seen.len(), "no reference twice");
+    let mut expected = expected;
+    expected.sort();
+    assert_eq!(sorted, expected, "every line grep finds, and only those");
+
+    // A small answer is whole in one result.
+    let result = client.call(
+        "find_references",
+        json!({"repo": repo.path(), "symbol": "Gadget"}),
+    );
+    check_schema(&tool, &result);
+    let structured = &result["structuredContent"];
+    let mut expected = grep_places(&repo.repo, "Gadget");
+    assert_eq!(expected.len(), 3);
+    assert_eq!(structured["truncated"], false);
+    assert_eq!(structured["nextCursor"], Value::Null);
+    assert_eq!(structured["total"], 3);
+    let mut places = structured_places(&result);
+    assert_eq!(text_places(&result), places);
+    places.sort();
+    expected.sort();
+    assert_eq!(places, expected);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("find_references \"Gadget\": 3 items (1 definition, 2 uses) in 1 file")
+            && text
+                .lines()
+                .next()
+                .unwrap()
+                .contains("; all 3 here; precision: "),
+        "{text}"
     );
 }
