@@ -11,7 +11,7 @@
 //!
 //! **The final result is the answer.** Most hosts show their model only the
 //! final result, never the partials, so a list tool's final result holds
-//! the page's items themselves ([`Listing`]): as lines grouped by file in
+//! the page's items themselves ([`listing`]): as lines grouped by file in
 //! `content`, and compact in `structuredContent`. The page then also stops
 //! where either form would pass the token budget ([`Page::budget_bytes`]),
 //! so that the result fits what a host passes its model.

@@ -48,13 +48,19 @@
 //! (the total when known, the backends, the completeness), then
 //! `partial` chunks of at most 50 items and 16 KB, grouped by file (or by
 //! module, by match tier, by stage: a compound tool streams its definition,
-//! then uses by file, then callers and callees), then the final result: a summary (counts by
-//! file and kind, the top items, CKB's `truncated`/`truncationInfo`, a
-//! `provenance` envelope with the index's state id and git's dirty flag)
-//! in both `content` and `structuredContent`. A call streams one page
-//! ([`CodeIntelConfig::page_items`], [`CodeIntelConfig::page_bytes`]) and
-//! its summary's `nextCursor` asks for the next, so no message comes near
-//! the server's result limit. The first chunk goes out as soon as the
+//! then uses by file, then callers and callees), then the final result.
+//! Most hosts show their model only that, so for `search_symbols`,
+//! `find_references` and `get_architecture` it is the answer itself: the
+//! page's items as lines grouped by file in `content` (after a first line
+//! with the count, the total, the page and the precision) and as compact
+//! items in `structuredContent`, beside the summary (counts by file and
+//! kind, `truncated`, `total`, `nextCursor`, a `provenance` envelope with
+//! the index's state id and git's dirty flag); the compound tools' final
+//! result is their summary. A call streams one page
+//! ([`CodeIntelConfig::page_items`], [`CodeIntelConfig::page_bytes`], and
+//! for the list tools [`CodeIntelConfig::result_tokens`] in either form of
+//! the result, or fewer with `limit`) and its `nextCursor` asks for the
+//! next, so no result comes near the server's result limit or a host's. The first chunk goes out as soon as the
 //! query has it; cancelling the run stops the query at its next item.
 //!
 //! **The compound tools** answer in one call what takes an agent several:
