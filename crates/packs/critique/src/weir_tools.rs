@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_agents::SdkMcpServer;
-use weir_core::{Content, EventKind};
+use weir_core::{Completed, Content, EventKind};
 use weir_runtime::{ChildEnd, RunContext, ToolInfo};
 
 /// The server's name: the model sees its tools as `mcp__weir__TOOL`.
@@ -96,24 +96,31 @@ impl WeirTools {
             Ok(ChildEnd { streamed, terminal }) => (streamed, Some(terminal)),
             Err(_) => (String::new(), None),
         };
-        Ok(match terminal {
-            Some(EventKind::Completed(done)) => {
-                let mut content: Vec<Value> = Vec::new();
-                if !streamed.is_empty() {
-                    content.push(json!({"type": "text", "text": streamed}));
-                }
-                content.extend(done.content.iter().map(mcp_content));
-                let mut result = json!({
-                    "content": content,
-                    "isError": false,
-                    "_meta": {"weir/run_id": run_id},
-                });
-                if let Some(structured) = done.structured {
-                    result["structuredContent"] = structured;
-                }
-                result
+        // A result, with the output streamed before it; a failed run's
+        // (a program that exited non-zero) is an error that still has it.
+        let result = |done: Completed, error: Option<&str>| {
+            let mut content: Vec<Value> = Vec::new();
+            if !streamed.is_empty() {
+                content.push(json!({"type": "text", "text": streamed}));
             }
-            Some(EventKind::Failed(failed)) => tool_error(&failed.error.message, Some(&run_id)),
+            content.extend(done.content.iter().map(mcp_content));
+            content.extend(error.map(|error| json!({"type": "text", "text": error})));
+            let mut result = json!({
+                "content": content,
+                "isError": error.is_some(),
+                "_meta": {"weir/run_id": run_id},
+            });
+            if let Some(structured) = done.structured {
+                result["structuredContent"] = structured;
+            }
+            result
+        };
+        Ok(match terminal {
+            Some(EventKind::Completed(done)) => result(done, None),
+            Some(EventKind::Failed(failed)) => match failed.error.result {
+                Some(done) => result(*done, Some(&failed.error.message)),
+                None => tool_error(&failed.error.message, Some(&run_id)),
+            },
             Some(EventKind::Canceled(canceled)) => tool_error(
                 &format!("run {run_id} was cancelled: {}", canceled.reason),
                 Some(&run_id),
