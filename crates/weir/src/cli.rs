@@ -285,7 +285,7 @@ pub(crate) struct ServeArgs {
         default_value_t = 10_000
     )]
     pub(crate) node_lease_ms: u64,
-    /// Require `Authorization: Bearer TOKEN` on HTTP requests [env: WEIR_TOKEN].
+    /// Require `Authorization: Bearer TOKEN` on HTTP requests.
     #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
     /// Accept the named bearer tokens of this file on HTTP (one per line:
