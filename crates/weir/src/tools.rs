@@ -68,15 +68,7 @@ fn describe(tool: &ToolDescription) -> String {
         .and_then(|p| p.keys().map(String::len).max())
         .unwrap_or(0);
     for (name, property) in properties.into_iter().flatten() {
-        let kind = match property.get("type") {
-            Some(Value::String(kind)) => kind.clone(),
-            Some(Value::Array(kinds)) => kinds
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join("|"),
-            _ => "any".into(),
-        };
+        let kind = kind(property);
         let mut line = format!("    {name:<width$}  {kind:<8}");
         if let Some(about) = property
             .get("description")
@@ -101,14 +93,92 @@ fn describe(tool: &ToolDescription) -> String {
         }
         text.push_str(line.trim_end());
         text.push('\n');
+        // What goes in a list of objects: its fields, on the next line.
+        if let Some(fields) = item_fields(property) {
+            text.push_str(&format!("    {:<width$}  each: {fields}\n", ""));
+        }
     }
     text
+}
+
+/// A schema's type in a word: `string`, `integer|null`, `string[]` for an
+/// array of strings, `object[]`; `any` when it does not say.
+fn kind(schema: &Value) -> String {
+    match schema.get("type") {
+        Some(Value::String(kind)) if kind == "array" => match schema.get("items") {
+            Some(items) if items.get("type").is_some() => format!("{}[]", kind_of(items)),
+            _ => "array".into(),
+        },
+        Some(_) => kind_of(schema),
+        None => "any".into(),
+    }
+}
+
+/// A schema's own type name(s), without looking into arrays.
+fn kind_of(schema: &Value) -> String {
+    match schema.get("type") {
+        Some(Value::String(kind)) => kind.clone(),
+        Some(Value::Array(kinds)) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ => "any".into(),
+    }
+}
+
+/// For an array of objects: `{name: string, args?: object, after?: string[]}`
+/// (`?`: not required).
+fn item_fields(schema: &Value) -> Option<String> {
+    let items = schema.get("items")?;
+    let properties = items.get("properties")?.as_object()?;
+    let required: Vec<&str> = items
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fields: Vec<String> = properties
+        .iter()
+        .map(|(name, field)| {
+            let optional = if required.contains(&name.as_str()) {
+                ""
+            } else {
+                "?"
+            };
+            format!("{name}{optional}: {}", kind(field))
+        })
+        .collect();
+    Some(format!("{{{}}}", fields.join(", ")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A list says what it holds; a list of objects, their fields.
+    #[test]
+    fn arrays_show_their_items_shape() {
+        let tool = ToolDescription {
+            name: "run".into(),
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object", "properties": {
+                "args": {"type": "array", "items": {"type": "string"}},
+                "files": {"type": "array", "items": {"type": "object", "required": ["path"],
+                    "properties": {"path": {"type": "string"}, "mode": {"type": ["integer", "null"]},
+                                   "tags": {"type": "array", "items": {"type": "string"}}}}},
+                "any": {"type": "array"}
+            }}),
+            output_schema: None,
+            task_support: TaskSupport::Forbidden,
+            streams: false,
+        };
+        assert_eq!(
+            describe(&tool),
+            "run\n    any    array\n    args   string[]\n    files  object[]\n           each: {mode?: integer|null, path: string, tags?: string[]}\n"
+        );
+    }
 
     #[test]
     fn a_tool_reads_as_name_summary_and_arguments() {

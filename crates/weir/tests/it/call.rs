@@ -197,7 +197,16 @@ fn check_streamed(lines: &[(Instant, Value)], count: u64, spread: Duration) -> V
         .filter(|(_, line)| line["type"] == "progress")
         .count();
     assert!(progress >= 2, "{progress} progress lines");
-    let (first_at, first) = &lines[0];
+    // A weir server names the run first.
+    assert_eq!(lines[0].1["type"], "run", "{}", lines[0].1);
+    assert!(
+        lines[0].1["run_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty())
+    );
+    assert_eq!(result["run"]["run_id"], lines[0].1["run_id"]);
+    assert_eq!(result["run"]["state"], "completed");
+    let (first_at, first) = &lines[1];
     assert!(first["type"] == "partial" || first["type"] == "progress");
     assert!(
         last_at.duration_since(*first_at) >= spread,
@@ -252,7 +261,14 @@ fn piped_text_output_is_the_items_then_the_rest_of_the_result() {
         text(&output.stdout),
         "00000000:xxx\n00000001:xxx\n00000002:xxx\nstreamed 3 items\n"
     );
-    assert_eq!(text(&output.stderr), "");
+    // Only the run, on stderr: where to follow it.
+    let stderr = text(&output.stderr);
+    let id = stderr
+        .strip_prefix("run ")
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(id, _)| id)
+        .unwrap_or_else(|| panic!("{stderr:?}"));
+    assert_eq!(stderr, format!("run {id}: weir runs tail {id}\n"));
     let json_args = run(&[
         "call",
         "--stdio",
@@ -269,7 +285,10 @@ fn piped_text_output_is_the_items_then_the_rest_of_the_result() {
 /// ended.
 fn interrupted_call(args: &[&str]) -> (Vec<(Instant, Value)>, Option<i32>, String) {
     let running = Running::start(args);
-    let (_, first) = running.next_line();
+    let (_, mut first) = running.next_line();
+    if first["type"] == "run" {
+        first = running.next_line().1;
+    }
     assert!(
         ["partial", "progress", "task"].contains(&first["type"].as_str().unwrap()),
         "{first}"
@@ -385,6 +404,11 @@ fn failures_exit_with_their_code_and_say_what_to_do_next_in_one_line() {
     let check = |args: &[&str], code: i32, starts: &str, contains: &str| {
         let output = run(args);
         let stderr = text(&output.stderr);
+        // A call that started a run names it first.
+        let stderr = match stderr.split_once('\n') {
+            Some((first, rest)) if first.starts_with("run ") => rest.to_owned(),
+            _ => stderr,
+        };
         assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with(starts), "{args:?}: {stderr}");
@@ -393,8 +417,8 @@ fn failures_exit_with_their_code_and_say_what_to_do_next_in_one_line() {
     check(
         &["call", "--url", url, "test_error_handling"],
         1,
-        "weir: test_error_handling reported an error:",
-        &format!("check its arguments with `weir tools --url {url}`"),
+        "weir: test_error_handling failed: ",
+        "intentionally returns an error",
     );
     check(
         &["call", "--url", url, "no_such_tool"],
@@ -484,8 +508,9 @@ fn runs_tail_url_follows_a_live_run_over_sse_and_exits_with_its_outcome() {
         "--output",
         "jsonl",
     ]);
-    running.next_line();
+    let named = running.next_line().1;
     let run_id = server.newest_run()["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(named["run_id"], run_id.as_str(), "{named}");
     let tail = run(&["runs", "tail", &run_id, "--url", &server.url, "--json"]);
     assert_eq!(tail.status.code(), Some(0), "{}", text(&tail.stderr));
     let events = jsonl(&tail.stdout);
@@ -661,4 +686,98 @@ fn on_a_terminal_a_progress_bar_is_drawn_and_ctrl_c_cancels_the_remote_run() {
         "{seen:?}"
     );
     assert_eq!(server.newest_run_once_ended()["state"], "canceled");
+}
+
+/// A run cancelled by another client (here `runs_cancel` from a second
+/// `weir call`): the first says so and exits 3, as for its own Ctrl-C.
+/// The run line it printed at the start names the command that follows
+/// the run, and that command works.
+#[test]
+fn a_run_cancelled_by_another_client_exits_3() {
+    let server = HttpServer::start();
+    let url = server.url.as_str();
+    let mut child = weir()
+        .args([
+            "call",
+            "--url",
+            url,
+            "stream",
+            "count=1000",
+            "interval_ms=20",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let id = first
+        .strip_prefix("run ")
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(id, _)| id.to_owned())
+        .unwrap_or_else(|| panic!("no run line: {first:?}"));
+    assert_eq!(
+        first,
+        format!("run {id}: weir runs tail --url {url} {id}\n")
+    );
+    let cancel = run(&[
+        "call",
+        "--url",
+        url,
+        "runs_cancel",
+        "--json",
+        &serde_json::json!({"run_id": id, "reason": "stopped from elsewhere"}).to_string(),
+    ]);
+    assert_eq!(cancel.status.code(), Some(0), "{}", text(&cancel.stderr));
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(3), "{rest}");
+    assert!(
+        rest.ends_with("weir: stream was canceled: stopped from elsewhere\n"),
+        "{rest:?}"
+    );
+    let tail = run(&["runs", "tail", "--url", url, &id]);
+    assert_eq!(tail.status.code(), Some(3), "{}", text(&tail.stderr));
+}
+
+/// `weir tools` shows what a list holds (a list of objects: their
+/// fields), and `--help` names an option's variable once.
+#[test]
+fn tools_show_array_items_and_help_names_each_variable_once() {
+    let server = format!("{WEIR} serve --stdio --memory --no-critique");
+    let tools = run(&["tools", "--stdio", &server]);
+    assert_eq!(tools.status.code(), Some(0), "{}", text(&tools.stderr));
+    let listing = text(&tools.stdout);
+    let execute = listing
+        .split_once("execute_code — ")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("{listing}"));
+    let line = |name: &str| {
+        execute
+            .lines()
+            .find(|line| line.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name}: {execute}"))
+            .to_owned()
+    };
+    assert!(line("args").contains(" string[] "), "{}", line("args"));
+    assert!(line("files").contains(" object[] "), "{}", line("files"));
+    let each = execute
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with("files "))
+        .nth(1)
+        .unwrap();
+    assert_eq!(
+        each.trim(),
+        "each: {content: string, encoding?: string, path: string}"
+    );
+    for command in [&["serve", "--help"][..], &["call", "--help"]] {
+        let help = text(&run(command).stdout);
+        assert_eq!(
+            help.matches("[env: WEIR_TOKEN]").count(),
+            1,
+            "{command:?}: {help}"
+        );
+    }
 }

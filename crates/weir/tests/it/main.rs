@@ -14,6 +14,7 @@
 
 mod agent;
 mod call;
+mod call_output;
 mod cli;
 #[cfg(feature = "codeintel")]
 mod codeintel;
