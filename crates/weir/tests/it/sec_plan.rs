@@ -85,11 +85,15 @@ impl Server {
 
     /// The runs of `tool` (weir's own runs_list; the client is an admin).
     fn runs(&self, tool: &str) -> Vec<Value> {
-        let answer = self.call("runs_list", json!({"tool": tool, "limit": 100}));
-        answer["result"]["structuredContent"]["runs"]
+        // runs_list's largest page; a test that starts more fails loudly
+        // here rather than counting a short page.
+        let answer = self.call("runs_list", json!({"tool": tool, "limit": 1000}));
+        let runs = answer["result"]["structuredContent"]["runs"]
             .as_array()
             .unwrap_or_else(|| panic!("{answer}"))
-            .clone()
+            .clone();
+        assert!(runs.len() < 1000, "more {tool} runs than one page holds");
+        runs
     }
 
     /// `GET /runs/{id}/events`, the run's SSE stream (it ends with the run).
