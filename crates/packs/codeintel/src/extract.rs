@@ -12,6 +12,8 @@ use crate::language::Language;
 const CONTEXT_CHARS: usize = 200;
 /// Longest doc text kept, in characters.
 const DOCS_CHARS: usize = 600;
+/// Longest import statement kept, in characters.
+const IMPORT_CHARS: usize = 2_000;
 
 /// A definition or a reference in a file. Lines and columns count from 1;
 /// columns in bytes.
@@ -32,10 +34,27 @@ pub(crate) struct Occurrence {
     pub(crate) docs: Option<String>,
 }
 
+/// An import statement (Rust's `use`, Python's `import`/`from`), or the
+/// module a JavaScript import names (the string, unquoted): what
+/// `get_architecture` resolves to a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Import {
+    pub(crate) line: u32,
+    pub(crate) text: String,
+}
+
+/// The syntax type of weir's import-statement patterns (`queries/`): kept
+/// as imports, never as symbols.
+const IMPORT_STATEMENT: &str = "importstatement";
+
 /// What the index keeps of a file.
 #[derive(Debug, Default)]
 pub(crate) struct Extracted {
     pub(crate) occurrences: Vec<Occurrence>,
+    pub(crate) imports: Vec<Import>,
+    /// The first line of the file's own tests (`#[cfg(test)]`, `#[test]`
+    /// in Rust): a use at or after it is a test's.
+    pub(crate) test_line: Option<u32>,
     /// Every distinct identifier in the file, space-separated.
     pub(crate) words: String,
     /// Whether tree-sitter met a syntax error (the tags are still good
@@ -64,6 +83,7 @@ pub(crate) fn extract(
         .map_err(|why| ExtractError::Tags(why.into()))?;
     let lines = LineStarts::new(source);
     let mut occurrences = Vec::new();
+    let mut imports = Vec::new();
     let has_error;
     {
         let (tags, error) = match context.generate_tags(config, source, cancel) {
@@ -82,6 +102,14 @@ pub(crate) fn extract(
                 continue;
             };
             let line = tag.span.start.row as u32 + 1;
+            let kind = config.syntax_type_name(tag.syntax_type_id);
+            if kind == IMPORT_STATEMENT {
+                imports.push(Import {
+                    line,
+                    text: cut(name.trim_matches(['"', '\'', '`']), IMPORT_CHARS),
+                });
+                continue;
+            }
             let context_line = String::from_utf8_lossy(&source[tag.line_range.clone()]);
             let docs = match tag.docs {
                 Some(docs) if tag.is_definition => Some(docs),
@@ -90,7 +118,7 @@ pub(crate) fn extract(
             };
             occurrences.push(Occurrence {
                 name: name.to_owned(),
-                kind: config.syntax_type_name(tag.syntax_type_id).to_owned(),
+                kind: kind.to_owned(),
                 is_def: tag.is_definition,
                 line,
                 column: tag.span.start.column as u32 + 1,
@@ -110,9 +138,30 @@ pub(crate) fn extract(
     occurrences.retain(|o| seen.insert((o.line, o.column, o.is_def)));
     Ok(Extracted {
         occurrences,
+        imports,
+        test_line: (language == Language::Rust)
+            .then(|| rust_test_line(source))
+            .flatten(),
         words: identifiers(source),
         has_error,
     })
+}
+
+/// The first line that opens a Rust test: `#[cfg(test)]`, `#[test]`, or a
+/// runtime's `#[tokio::test]`-like attribute.
+fn rust_test_line(source: &[u8]) -> Option<u32> {
+    source
+        .split(|b| *b == b'\n')
+        .position(|line| {
+            let line = line.trim_ascii_start();
+            line.starts_with(b"#[cfg(test)]")
+                || line.starts_with(b"#[test]")
+                || (line.starts_with(b"#[")
+                    && line.split(|b| *b == b']').next().is_some_and(|attr| {
+                        attr.ends_with(b"::test") || attr.windows(7).any(|w| w == b"::test(")
+                    }))
+        })
+        .map(|at| at as u32 + 1)
 }
 
 /// Byte offsets where lines start.
@@ -335,6 +384,77 @@ mod tests {
         assert_eq!(
             tags(Language::Python, source),
             own(&[("area", "function", true, 1), ("square", "call", false, 4)])
+        );
+    }
+
+    #[test]
+    fn rust_type_uses_paths_imports_and_macro_arguments_are_tagged() {
+        let source = "use weir_runtime::{RunContext, Tool as T};\nimpl Tool for Explore {\n    fn run(&self, ctx: RunContext, all: Vec<RunContext>) {\n        let c = RunContext::new(1);\n        println!(\"{}\", helper(RunContext));\n    }\n}\n#[cfg(test)]\nmod tests {}\n";
+        let found: Vec<(String, String, u32)> = tags(Language::Rust, source)
+            .into_iter()
+            .filter(|(name, _, is_def, _)| {
+                !is_def
+                    && ["RunContext", "Tool", "Explore", "new", "helper"].contains(&name.as_str())
+            })
+            .map(|(name, kind, _, line)| (name, kind, line))
+            .collect();
+        let expected: Vec<(String, String, u32)> = [
+            ("RunContext", "import", 1),
+            ("Tool", "import", 1),
+            ("Tool", "implementation", 2),
+            ("Explore", "type", 2),
+            ("RunContext", "type", 3),
+            ("RunContext", "type", 3),
+            ("RunContext", "type", 4),
+            ("new", "call", 4),
+            ("helper", "call", 5),
+            ("RunContext", "type", 5),
+        ]
+        .iter()
+        .map(|(n, k, l)| ((*n).into(), (*k).into(), *l))
+        .collect();
+        assert_eq!(found, expected);
+        let extracted = extract(
+            &mut TagsContext::new(),
+            Language::Rust,
+            source.as_bytes(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(extracted.test_line, Some(8));
+        assert_eq!(
+            extracted.imports,
+            [Import {
+                line: 1,
+                text: "use weir_runtime::{RunContext, Tool as T};".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn imports_of_python_and_javascript_are_kept() {
+        let python = extract(
+            &mut TagsContext::new(),
+            Language::Python,
+            b"import os.path\nfrom .x import (a,\n  b)\n",
+            None,
+        )
+        .unwrap();
+        let texts: Vec<&str> = python.imports.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(texts, ["import os.path", "from .x import (a,\n  b)"]);
+        let js = extract(
+            &mut TagsContext::new(),
+            Language::TypeScript,
+            b"import { a } from './x';\nconst z = require(\"../z\");\nexport * from './w';\n",
+            None,
+        )
+        .unwrap();
+        let texts: Vec<&str> = js.imports.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(texts, ["./x", "../z", "./w"]);
+        assert!(
+            js.occurrences
+                .iter()
+                .any(|o| o.name == "a" && o.kind == "import")
         );
     }
 

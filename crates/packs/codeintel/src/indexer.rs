@@ -27,6 +27,7 @@ use crate::git::{self, GitDir};
 use crate::gitindex;
 use crate::history::{self, History};
 use crate::language::Language;
+use crate::manifest;
 use crate::repo;
 use crate::scip;
 use crate::store::{FileRow, KnownFile, Store, StoreError};
@@ -98,6 +99,9 @@ pub struct IndexReport {
     pub scip_documents: u64,
     /// Occurrences read from `index.scip`.
     pub scip_occurrences: u64,
+    /// Packages the manifests declare (`Cargo.toml`, `package.json`,
+    /// `pyproject.toml`, `go.mod`).
+    pub packages: u64,
     /// Commits of git history read for churn and co-change (0 outside git).
     pub git_commits: u64,
     /// What was left out, and why: `index.scip` documents naming files
@@ -177,7 +181,8 @@ pub fn index_repository(
         total: 0,
         current: String::new(),
     });
-    let found = walk(root, &mut report, cancel).map_err(bad_root)?;
+    let mut manifests = Vec::new();
+    let found = walk(root, &mut report, &mut manifests, cancel).map_err(bad_root)?;
     let total = found.len() as u64;
     let mut work = Vec::new();
     let mut unchanged = 0;
@@ -266,6 +271,7 @@ pub fn index_repository(
         return Err(IndexError::Cancelled { done, total });
     }
     known.clear();
+    ingest_manifests(&store, root, &manifests, &mut report)?;
     ingest_scip(&store, root, options.force, &mut report)?;
     let boundary = options.git_boundary.as_deref().unwrap_or(root);
     let git = match git::discover(root, boundary) {
@@ -403,7 +409,12 @@ fn content_hash(source: &[u8]) -> String {
 
 /// The source files under `root`, as git would see them (.gitignore,
 /// .ignore, hidden files left out), sorted by path.
-fn walk(root: &Path, report: &mut IndexReport, cancel: &AtomicUsize) -> Result<Vec<Found>, String> {
+fn walk(
+    root: &Path,
+    report: &mut IndexReport,
+    manifests: &mut Vec<String>,
+    cancel: &AtomicUsize,
+) -> Result<Vec<Found>, String> {
     let mut found = Vec::new();
     // The walker reads the ignore files of the root and of every directory
     // above it (a subdirectory of a work tree keeps its parents' rules):
@@ -435,6 +446,13 @@ fn walk(root: &Path, report: &mut IndexReport, cancel: &AtomicUsize) -> Result<V
             continue;
         }
         let Some(language) = Language::of(entry.path()) else {
+            if let Some(name) = entry.file_name().to_str()
+                && manifest::is_manifest(name)
+                && let Ok(relative) = entry.path().strip_prefix(root)
+                && let Some(relative) = relative.to_str()
+            {
+                manifests.push(relative.replace(std::path::MAIN_SEPARATOR, "/"));
+            }
             continue;
         };
         let Ok(metadata) = entry.metadata() else {
@@ -521,6 +539,40 @@ pub(crate) fn is_test_path(path: &str) -> bool {
         || name.contains(".spec.")
         || name == "conftest.py"
         || (name.ends_with(".java") && (stem.ends_with("Test") || stem.ends_with("Tests")))
+}
+
+/// Largest manifest read.
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+/// Reads the manifests the walk found (every run: they are few and small)
+/// into the packages and their edges.
+fn ingest_manifests(
+    store: &Store,
+    root: &Path,
+    paths: &[String],
+    report: &mut IndexReport,
+) -> Result<(), StoreError> {
+    let mut files = Vec::new();
+    for path in paths {
+        match repo::read_beneath(root, path, MAX_MANIFEST_BYTES) {
+            Ok(content) => files.push((path.clone(), content)),
+            Err(error) => report.warnings.push(format!("{path}: {error}")),
+        }
+    }
+    let packages = manifest::resolve(&files);
+    report
+        .warnings
+        .extend(packages.warnings.iter().take(20).cloned());
+    report.packages = packages.packages.len() as u64;
+    store
+        .conn
+        .execute_batch("BEGIN")
+        .map_err(|e| store.error(e))?;
+    store.replace_packages(&packages)?;
+    store
+        .conn
+        .execute_batch("COMMIT")
+        .map_err(|e| store.error(e))
 }
 
 /// Reads the repository's `index.scip` into the index when it changed

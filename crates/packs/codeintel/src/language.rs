@@ -1,10 +1,18 @@
 //! The languages the index reads: which files are whose, and each one's
-//! tree-sitter grammar with the tags query its grammar crate ships.
+//! tree-sitter grammar with the tags query its grammar crate ships, plus
+//! weir's own patterns (`queries/`) where the grammar's miss uses: Rust's
+//! type uses, paths and `use` items, and every language's imports.
 
 use std::path::Path;
 use std::sync::OnceLock;
 
 use tree_sitter_tags::TagsConfiguration;
+
+/// weir's patterns, appended to the grammars' own (which win where both
+/// tag a node: theirs come first).
+const RUST_EXTRA: &str = include_str!("../queries/rust.scm");
+const PYTHON_EXTRA: &str = include_str!("../queries/python.scm");
+const JAVASCRIPT_EXTRA: &str = include_str!("../queries/javascript.scm");
 
 /// A language the index parses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,6 +88,25 @@ impl Language {
         }
     }
 
+    /// The family whose files may use each other's names: a Rust symbol's
+    /// uses are only in Rust files, a JavaScript one's in JavaScript and
+    /// TypeScript, a C one's in C and C++.
+    pub(crate) fn family(self) -> &'static str {
+        match self {
+            Language::JavaScript | Language::TypeScript | Language::Tsx => "js",
+            Language::C | Language::Cpp => "c",
+            other => other.name(),
+        }
+    }
+
+    /// The family of a language named as the index stores it.
+    pub(crate) fn family_of(name: &str) -> &str {
+        Language::ALL
+            .iter()
+            .find(|l| l.name() == name)
+            .map_or(name, |l| l.family())
+    }
+
     /// The tags configuration, compiled once per process (compiling a tags
     /// query takes milliseconds; a file takes less). `Err` says why a
     /// grammar's own query does not load, which would be a bug in a pin.
@@ -100,22 +127,27 @@ impl Language {
         use tree_sitter_typescript as ts;
         // TypeScript's query holds only what TypeScript adds to JavaScript:
         // the two run together against the TypeScript grammar.
-        let typescript_tags =
-            || format!("{}\n{}", tree_sitter_javascript::TAGS_QUERY, ts::TAGS_QUERY);
+        let typescript_tags = || {
+            format!(
+                "{}\n{}\n{JAVASCRIPT_EXTRA}",
+                tree_sitter_javascript::TAGS_QUERY,
+                ts::TAGS_QUERY
+            )
+        };
         match self {
             Language::Rust => TagsConfiguration::new(
                 tree_sitter_rust::LANGUAGE.into(),
-                tree_sitter_rust::TAGS_QUERY,
+                &format!("{}\n{RUST_EXTRA}", tree_sitter_rust::TAGS_QUERY),
                 "",
             ),
             Language::Python => TagsConfiguration::new(
                 tree_sitter_python::LANGUAGE.into(),
-                tree_sitter_python::TAGS_QUERY,
+                &format!("{}\n{PYTHON_EXTRA}", tree_sitter_python::TAGS_QUERY),
                 "",
             ),
             Language::JavaScript => TagsConfiguration::new(
                 tree_sitter_javascript::LANGUAGE.into(),
-                tree_sitter_javascript::TAGS_QUERY,
+                &format!("{}\n{JAVASCRIPT_EXTRA}", tree_sitter_javascript::TAGS_QUERY),
                 tree_sitter_javascript::LOCALS_QUERY,
             ),
             Language::TypeScript => TagsConfiguration::new(

@@ -9,13 +9,17 @@ use rusqlite::{Connection, OpenFlags, params};
 
 use crate::extract::Extracted;
 use crate::history::History;
+use crate::manifest::Packages;
 use crate::scip::ScipIndex;
 
 /// Bumped when the schema changes: an index of another version is rebuilt
 /// (it is a cache of the repository, never the only copy of anything).
 /// 3: SCIP documents naming files outside the repository are no longer
 /// kept, and an index of version 2 may hold some.
-const SCHEMA_VERSION: &str = "3";
+/// 4: Rust type uses, paths and `use` items are tagged, each file's
+/// imports and the line its own tests start at are kept, and the
+/// manifests' packages and their dependencies between each other.
+const SCHEMA_VERSION: &str = "4";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -27,7 +31,26 @@ CREATE TABLE IF NOT EXISTS files(
     size INTEGER NOT NULL,
     hash TEXT NOT NULL,
     is_test INTEGER NOT NULL,
-    has_error INTEGER NOT NULL
+    has_error INTEGER NOT NULL,
+    test_line INTEGER
+);
+CREATE TABLE IF NOT EXISTS imports(
+    file_id INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS imports_by_file ON imports(file_id);
+CREATE TABLE IF NOT EXISTS packages(
+    manifest TEXT PRIMARY KEY,
+    ecosystem TEXT NOT NULL,
+    name TEXT NOT NULL,
+    dir TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS package_deps(
+    manifest TEXT NOT NULL,
+    target TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    PRIMARY KEY (manifest, target, kind)
 );
 CREATE TABLE IF NOT EXISTS symbols(
     id INTEGER PRIMARY KEY,
@@ -144,7 +167,8 @@ impl Store {
                  DROP TABLE IF EXISTS defs_fts; DROP TABLE IF EXISTS file_words;
                  DROP TABLE IF EXISTS scip_documents; DROP TABLE IF EXISTS scip_symbols;
                  DROP TABLE IF EXISTS scip_occurrences; DROP TABLE IF EXISTS git_churn;
-                 DROP TABLE IF EXISTS git_cochange;",
+                 DROP TABLE IF EXISTS git_cochange; DROP TABLE IF EXISTS imports;
+                 DROP TABLE IF EXISTS packages; DROP TABLE IF EXISTS package_deps;",
             )
             .map_err(fail)?;
         }
@@ -207,6 +231,7 @@ impl Store {
                 "DELETE FROM defs_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id = {id} AND is_def = 1);
                  DELETE FROM symbols WHERE file_id = {id};
                  DELETE FROM file_words WHERE rowid = {id};
+                 DELETE FROM imports WHERE file_id = {id};
                  DELETE FROM files WHERE id = {id};"
             ))
             .map_err(|e| self.error(e))
@@ -228,8 +253,8 @@ impl Store {
         let fail = |e| self.error(e);
         self.conn
             .prepare_cached(
-                "INSERT INTO files(path, language, mtime_ns, size, hash, is_test, has_error)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO files(path, language, mtime_ns, size, hash, is_test, has_error, test_line)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -239,7 +264,8 @@ impl Store {
                     file.size,
                     file.hash,
                     file.is_test,
-                    found.has_error
+                    found.has_error,
+                    if file.is_test { Some(1) } else { found.test_line }
                 ])
             })
             .map_err(fail)?;
@@ -277,6 +303,15 @@ impl Store {
                 fts.execute(params![id, name_words(&o.name), o.docs])
                     .map_err(fail)?;
             }
+        }
+        let mut import = self
+            .conn
+            .prepare_cached("INSERT INTO imports(file_id, line, text) VALUES (?1, ?2, ?3)")
+            .map_err(fail)?;
+        for i in &found.imports {
+            import
+                .execute(params![file_id, i.line, i.text])
+                .map_err(fail)?;
         }
         self.conn
             .prepare_cached("INSERT INTO file_words(rowid, words) VALUES (?1, ?2)")
@@ -331,6 +366,36 @@ impl Store {
                     o.roles
                 ])
                 .map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the packages the manifests declare and their dependencies
+    /// on each other.
+    pub(crate) fn replace_packages(&self, packages: &Packages) -> Result<(), StoreError> {
+        let fail = |e| self.error(e);
+        self.conn
+            .execute_batch("DELETE FROM packages; DELETE FROM package_deps;")
+            .map_err(fail)?;
+        let mut package = self
+            .conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO packages(manifest, ecosystem, name, dir) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(fail)?;
+        for p in &packages.packages {
+            package
+                .execute(params![p.manifest, p.ecosystem, p.name, p.dir])
+                .map_err(fail)?;
+        }
+        let mut dependency = self
+            .conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO package_deps(manifest, target, kind) VALUES (?1, ?2, ?3)",
+            )
+            .map_err(fail)?;
+        for (from, to, kind) in &packages.edges {
+            dependency.execute(params![from, to, kind]).map_err(fail)?;
         }
         Ok(())
     }

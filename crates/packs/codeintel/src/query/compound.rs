@@ -5,17 +5,18 @@
 //! its parts in stages, grouped (definitions, then uses by file, then the
 //! call graph), and sums them up in its result.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use serde_json::{Value, json};
 use weir_core::{FailureCode, Meta, RunError};
 
 use crate::answer::{Sink, Stopped, paging};
-use crate::indexer::is_test_path;
+use crate::language::Language;
 use crate::query::architecture::is_entrypoint;
 use crate::query::graph::{self, Definition, failed};
-use crate::query::references::{self, merge};
+use crate::query::imports::import_graph;
+use crate::query::references::{Reference, ReferenceSet, ReferencesQuery, merge};
 use crate::query::{IndexState, SYMBOL_COLUMNS, SymbolRow, directory, location};
 use crate::store::Store;
 
@@ -79,57 +80,100 @@ fn target(store: &Store, symbol: &str) -> Result<(Vec<Definition>, Value), RunEr
     Ok((definitions, ambiguity.unwrap_or(Value::Null)))
 }
 
-fn limitations() -> Value {
-    json!([
-        "callers and callees come from tree-sitter tags, by name: same-named symbols share them; so do uses, unless a SCIP index covers the definition",
-        "a caller is the innermost definition whose body holds the use",
-    ])
+fn limitations(set: &ReferenceSet) -> Value {
+    let mut list = vec![
+        "callers past the direct dependents come from tree-sitter tags, by name: same-named symbols share them".to_owned(),
+        "a caller is the innermost definition whose body holds the use".to_owned(),
+    ];
+    if set.completeness != "exact" {
+        list.insert(
+            0,
+            format!(
+                "the references are find_references' for {:?}: {}",
+                set.target.name,
+                set.precision()
+            ),
+        );
+    }
+    json!(list)
 }
 
-/// The uses of `main` a SCIP index knows exactly, when it covers main's
-/// file and has main's definition: each with its caller from the tags.
-fn exact_uses(
+/// The reference set `find_references` gives for `symbol` with its
+/// defaults (tests and text mentions included), all of it.
+fn references<'a>(
+    store: &'a Store,
+    root: &'a Path,
+    symbol: &str,
+    sink: &Sink,
+) -> Result<(ReferenceSet<'a>, Vec<Reference>), RunError> {
+    let query = ReferencesQuery {
+        symbol: symbol.to_owned(),
+        include_tests: true,
+        text: true,
+    };
+    let set = ReferenceSet::open(store, root, &query)?;
+    let all = set.collect(&|| sink.cancelled())?;
+    Ok((set, all))
+}
+
+/// How a reference set sums up, in every compound answer alike (the
+/// counts are find_references' own).
+fn reference_counts(all: &[Reference]) -> Value {
+    let files: BTreeSet<&str> = all.iter().map(|r| r.path.as_str()).collect();
+    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in all {
+        *kinds.entry(r.kind.as_str()).or_default() += 1;
+    }
+    json!({
+        "totalCount": all.len(),
+        "fileCount": files.len(),
+        "definitions": all.iter().filter(|r| r.is_definition()).count(),
+        "uses": all.iter().filter(|r| !r.is_definition()).count(),
+        "byKind": kinds,
+    })
+}
+
+/// The test files among the uses: a test file, or a file whose own tests
+/// (`#[cfg(test)]`) hold the use.
+fn related_tests(all: &[Reference]) -> BTreeSet<&str> {
+    all.iter()
+        .filter(|r| r.is_test && !r.is_definition())
+        .map(|r| r.path.as_str())
+        .collect()
+}
+
+/// The definitions enclosing the uses that depend on `main` (not its own
+/// definitions' bodies), with how many uses each holds.
+fn dependents(
     store: &Store,
-    root: &Path,
     main: &Definition,
-) -> Result<Option<Vec<graph::Use>>, RunError> {
-    if !references::scip_documents(store)?.contains(&main.row.path) {
-        return Ok(None);
-    }
-    let target = references::resolve(store, &main.row.stable_id(), true)?;
-    if !target.pinned {
-        return Ok(None);
-    }
-    let mut uses = Vec::new();
-    let mut lines: HashMap<String, Vec<String>> = HashMap::new();
-    for hit in references::scip_hits(store, &target.scip)? {
-        if hit.is_definition() {
-            continue;
+    all: &[Reference],
+) -> Result<Vec<(Definition, u64)>, RunError> {
+    let mut by_id: BTreeMap<String, (Definition, u64)> = BTreeMap::new();
+    for r in all.iter().filter(|r| r.is_dependent_use()) {
+        if let Some(caller) = graph::enclosing(store, &r.path, r.line)?
+            && caller.row.name != main.row.name
+        {
+            by_id.entry(caller.row.stable_id()).or_insert((caller, 0)).1 += 1;
         }
-        let text = lines
-            .entry(hit.path.clone())
-            .or_insert_with(|| references::source_lines(root, &hit.path));
-        let row = SymbolRow {
-            is_test: is_test_path(&hit.path),
-            name: main.row.name.clone(),
-            kind: hit.kind().to_owned(),
-            line: hit.line,
-            column: hit.column,
-            end_line: hit.end_line,
-            end_column: hit.end_column,
-            context: text.get(hit.line as usize - 1).cloned().unwrap_or_default(),
-            docs: None,
-            id: 0,
-            path: hit.path,
-        };
-        let caller = graph::enclosing(store, &row.path, row.line)?;
-        uses.push(graph::Use { row, caller });
     }
-    Ok(Some(uses))
+    let mut list: Vec<(Definition, u64)> = by_id.into_values().collect();
+    list.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(a.0.row.stable_id().cmp(&b.0.row.stable_id()))
+    });
+    Ok(list)
 }
 
-/// `understand {symbol}`. Its uses are exact when a SCIP index covers the
-/// definition; the callers and callees come from the tags either way.
+/// Whether two files' languages may use each other's names.
+fn same_family(a: &str, b: &str) -> bool {
+    let family = |p: &str| Language::of(Path::new(p)).map(Language::family);
+    family(a) == family(b)
+}
+
+/// `understand {symbol}`: the definition, the references `find_references`
+/// gives for the same symbol (exact where SCIP covers them), callers from
+/// the uses, callees from the tags.
 pub(crate) fn understand(
     store: &Store,
     root: &Path,
@@ -139,65 +183,38 @@ pub(crate) fn understand(
     let state = IndexState::of(store);
     let (definitions, ambiguity) = target(store, symbol)?;
     let main = &definitions[0];
-    let exact = exact_uses(store, root, main)?;
-    let (backends, completeness): (&[&str], &str) = match exact {
-        Some(_) => (&["scip", "tags"], "mixed"),
-        None => (&["tags"], "syntactic"),
-    };
-    let uses = match exact {
-        Some(uses) => uses,
-        None => graph::uses(store, &main.row.name)?,
-    };
+    let (set, all) = references(store, root, symbol, sink)?;
+    for warning in &set.warnings {
+        sink.warning(warning.clone())?;
+    }
     let callees = graph::callees(store, main)?;
+    let counts = reference_counts(&all);
     sink.meta(Meta {
         total: None,
-        backends: backends.iter().map(|b| (*b).to_owned()).collect(),
+        backends: set.backends.iter().map(|b| (*b).to_owned()).collect(),
         info: json!({
             "symbol": symbol,
-            "completeness": completeness,
+            "completeness": set.completeness,
+            "precision": set.precision(),
             "definitions": definitions.len(),
-            "references": uses.len(),
-            "chunking": "the definition, then uses grouped by file, then callers, then callees",
+            "references": counts["totalCount"],
+            "files": counts["fileCount"],
+            "chunking": "the definition, then references grouped by file (find_references' set), then callers, then callees",
         }),
         progress_unit: None,
     })?;
     sink.item("definition", definition_json(main))?;
-    let mut by_file: BTreeMap<&str, Vec<&graph::Use>> = BTreeMap::new();
-    for u in &uses {
-        by_file.entry(u.row.path.as_str()).or_default().push(u);
+    let mut by_file: BTreeMap<&str, Vec<&Reference>> = BTreeMap::new();
+    for r in &all {
+        by_file.entry(r.path.as_str()).or_default().push(r);
     }
-    let mut callers: BTreeMap<String, (&Definition, u64)> = BTreeMap::new();
-    let mut tests: BTreeSet<&str> = BTreeSet::new();
-    for (path, uses) in &by_file {
-        for u in uses {
-            let caller = u.caller.as_ref().filter(|c| c.row.name != main.row.name);
-            if let Some(caller) = caller {
-                callers
-                    .entry(caller.row.stable_id())
-                    .or_insert((caller, 0))
-                    .1 += 1;
-            }
-            if u.row.is_test {
-                tests.insert(path);
-            }
-            sink.item(
-                path,
-                json!({
-                    "location": u.row.location(),
-                    "kind": u.row.kind,
-                    "context": u.row.context,
-                    "isTest": u.row.is_test,
-                    "caller": caller.map(|c| c.row.stable_id()),
-                }),
-            )?;
+    for (path, refs) in &by_file {
+        for r in refs {
+            sink.item(path, r.json())?;
         }
     }
-    let mut callers: Vec<(&Definition, u64)> = callers.into_values().collect();
-    callers.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then(a.0.row.stable_id().cmp(&b.0.row.stable_id()))
-    });
-    let caller_json = |(d, calls): &(&Definition, u64)| {
+    let callers = dependents(store, main, &all)?;
+    let caller_json = |(d, calls): &(Definition, u64)| {
         let mut item = brief_json(d);
         item["calls"] = json!(calls);
         item
@@ -209,6 +226,7 @@ pub(crate) fn understand(
     for (name, kind, calls) in &callees {
         let defined_at: Vec<String> = graph::definitions(store, name)?
             .iter()
+            .filter(|d| same_family(&d.row.path, &main.row.path))
             .take(MAX_DEFINITIONS)
             .map(|d| d.row.stable_id())
             .collect();
@@ -216,39 +234,113 @@ pub(crate) fn understand(
         sink.item("callees", item.clone())?;
         callee_items.push(item);
     }
+    let tests = related_tests(&all);
     let page = sink.page();
     let mut summary = paging(&page, &state.state_id);
-    let mut files: Vec<(&&str, &Vec<&graph::Use>)> = by_file.iter().collect();
+    let mut files: Vec<(&&str, &Vec<&Reference>)> = by_file.iter().collect();
     files.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+    let mut references = counts;
+    references["byFile"] = files
+        .iter()
+        .take(SHOWN)
+        .map(|(file, refs)| json!({
+            "file": file,
+            "count": refs.len(),
+            "references": refs.iter().take(LINES_PER_FILE).map(|r| json!({"line": r.line, "kind": r.kind, "context": r.context.chars().take(CONTEXT_CHARS).collect::<String>()})).collect::<Vec<_>>(),
+        }))
+        .collect();
+    references["truncated"] = json!(files.len() > SHOWN);
     merge(
         &mut summary,
         json!({
             "symbol": symbol,
+            "precision": set.precision(),
             "definition": definition_json(main),
             "ambiguity": ambiguity,
-            "references": {
-                "totalCount": uses.len(),
-                "fileCount": by_file.len(),
-                "byFile": files.iter().take(SHOWN).map(|(file, uses)| json!({
-                    "file": file,
-                    "count": uses.len(),
-                    "references": uses.iter().take(LINES_PER_FILE).map(|u| json!({"line": u.row.line, "kind": u.row.kind, "context": u.row.context.chars().take(CONTEXT_CHARS).collect::<String>()})).collect::<Vec<_>>(),
-                })).collect::<Vec<_>>(),
-                "truncated": files.len() > SHOWN,
-            },
+            "references": references,
             "callers": callers.iter().take(SHOWN).map(caller_json).collect::<Vec<_>>(),
+            "callerCount": callers.len(),
             "callees": callee_items.into_iter().take(SHOWN).collect::<Vec<_>>(),
             "relatedTests": tests,
-            "limitations": limitations(),
-            "provenance": state.provenance(backends, completeness, sink.elapsed_ms(), &sink.warnings),
+            "limitations": limitations(&set),
+            "provenance": state.provenance(&set.backends, set.completeness, sink.elapsed_ms(), &sink.warnings),
         }),
     );
     Ok(summary)
 }
 
-/// `prepare_change {symbol, depth}`.
+/// The risk of a change: each factor's share of a score from 0 to 1, the
+/// level from the score.
+struct Risk {
+    factors: Vec<(&'static str, f64, f64)>,
+    score: f64,
+    level: &'static str,
+}
+
+impl Risk {
+    /// From the reference files (besides the definition's), the direct
+    /// dependents, the callers reached, the directories touched, whether
+    /// a test uses the symbol, and git's churn of its file.
+    fn assess(
+        files: usize,
+        direct: usize,
+        callers: usize,
+        modules: usize,
+        tests: usize,
+        commits: u64,
+    ) -> Risk {
+        let share = |value: f64, full: f64, weight: f64| (value / full).min(1.0) * weight;
+        let factors = vec![
+            (
+                "referenceFiles",
+                files as f64,
+                share(files as f64, 20.0, 0.3),
+            ),
+            (
+                "directDependents",
+                direct as f64,
+                share(direct as f64, 20.0, 0.2),
+            ),
+            (
+                "transitiveCallers",
+                callers as f64,
+                share(callers as f64, 50.0, 0.1),
+            ),
+            (
+                "moduleSpread",
+                modules as f64,
+                share(modules.saturating_sub(1) as f64, 5.0, 0.15),
+            ),
+            (
+                "noRelatedTests",
+                if tests == 0 { 1.0 } else { 0.0 },
+                if tests == 0 { 0.1 } else { 0.0 },
+            ),
+            ("churn", commits as f64, share(commits as f64, 20.0, 0.15)),
+        ];
+        let score: f64 = factors.iter().map(|(_, _, s)| s).sum();
+        let score = (score * 100.0).round() / 100.0;
+        let level = if score < 0.3 {
+            "low"
+        } else if score < 0.6 {
+            "medium"
+        } else {
+            "high"
+        };
+        Risk {
+            factors,
+            score,
+            level,
+        }
+    }
+}
+
+/// `prepare_change {symbol, depth}`: the references `find_references`
+/// gives, the definitions that hold them (direct dependents), their
+/// callers to `depth`, the test files among them, co-change, and the risk.
 pub(crate) fn prepare_change(
     store: &Store,
+    root: &Path,
     symbol: &str,
     depth: usize,
     sink: &mut Sink,
@@ -256,25 +348,36 @@ pub(crate) fn prepare_change(
     let state = IndexState::of(store);
     let (definitions, ambiguity) = target(store, symbol)?;
     let main = &definitions[0];
-    let cancelled = || sink.cancelled();
-    let impact = graph::impact(store, &main.row.name, depth, MAX_IMPACT, &cancelled)?;
-    let direct: Vec<&(usize, Definition, String)> =
-        impact.iter().filter(|(level, _, _)| *level == 1).collect();
-    let mut modules: BTreeSet<&str> = impact
-        .iter()
-        .map(|(_, d, _)| directory(&d.row.path))
-        .collect();
-    modules.insert(directory(&main.row.path));
-    let mut tests: BTreeSet<String> = impact
-        .iter()
-        .filter(|(_, d, _)| d.row.is_test)
-        .map(|(_, d, _)| d.row.path.clone())
-        .collect();
-    for u in graph::uses(store, &main.row.name)? {
-        if u.row.is_test {
-            tests.insert(u.row.path);
-        }
+    let (set, all) = references(store, root, symbol, sink)?;
+    for warning in &set.warnings {
+        sink.warning(warning.clone())?;
     }
+    let direct = dependents(store, main, &all)?;
+    let direct_count = direct.len();
+    let cancelled = || sink.cancelled();
+    let impact = graph::impact(
+        store,
+        &main.row.name,
+        direct.into_iter().map(|(d, _)| d).collect(),
+        depth,
+        MAX_IMPACT,
+        &set.families,
+        &cancelled,
+    )?;
+    let uses: Vec<&Reference> = all.iter().filter(|r| r.is_dependent_use()).collect();
+    let defined_in: BTreeSet<&str> = all
+        .iter()
+        .filter(|r| r.is_definition())
+        .map(|r| r.path.as_str())
+        .collect();
+    let dependent_files: BTreeSet<&str> = uses
+        .iter()
+        .map(|r| r.path.as_str())
+        .filter(|p| !defined_in.contains(p))
+        .collect();
+    let mut modules: BTreeSet<&str> = uses.iter().map(|r| directory(&r.path)).collect();
+    modules.insert(directory(&main.row.path));
+    let tests = related_tests(&all);
     let churn = graph::churn(store, &main.row.path)?;
     let cochange: Vec<Value> = graph::cochanged(store, &main.row.path, 10)?
         .into_iter()
@@ -284,12 +387,16 @@ pub(crate) fn prepare_change(
         })
         .collect();
     let max_depth = impact.iter().map(|(level, _, _)| *level).max().unwrap_or(0);
+    let counts = reference_counts(&all);
     sink.meta(Meta {
         total: Some((1 + impact.len() + tests.len() + cochange.len()) as u64),
-        backends: vec!["tags".into(), "git".into()],
+        backends: set.backends.iter().map(|b| (*b).to_owned()).chain(["git".to_owned()]).collect(),
         info: json!({
             "symbol": symbol,
             "depthBound": depth,
+            "precision": set.precision(),
+            "references": counts["totalCount"],
+            "files": counts["fileCount"],
             "chunking": "the target, then callers by depth, then related tests, then co-change files",
         }),
         progress_unit: None,
@@ -310,45 +417,19 @@ pub(crate) fn prepare_change(
     for file in &cochange {
         sink.item("cochange", file.clone())?;
     }
-    // The risk: each factor's share of a score from 0 to 1.
-    let share = |value: f64, full: f64, weight: f64| (value / full).min(1.0) * weight;
     let commits = churn.map_or(0, |(commits, _)| commits);
-    let factors = [
-        (
-            "directDependents",
-            direct.len() as f64,
-            share(direct.len() as f64, 10.0, 0.3),
-        ),
-        (
-            "transitiveCallers",
-            impact.len() as f64,
-            share(impact.len() as f64, 30.0, 0.2),
-        ),
-        (
-            "moduleSpread",
-            modules.len() as f64,
-            share(modules.len().saturating_sub(1) as f64, 4.0, 0.2),
-        ),
-        (
-            "noRelatedTests",
-            if tests.is_empty() { 1.0 } else { 0.0 },
-            if tests.is_empty() { 0.15 } else { 0.0 },
-        ),
-        ("churn", commits as f64, share(commits as f64, 20.0, 0.15)),
-    ];
-    let score: f64 = factors.iter().map(|(_, _, s)| s).sum();
-    let score = (score * 100.0).round() / 100.0;
-    let level = if score < 0.3 {
-        "low"
-    } else if score < 0.6 {
-        "medium"
-    } else {
-        "high"
-    };
+    let risk = Risk::assess(
+        dependent_files.len(),
+        direct_count,
+        impact.len(),
+        modules.len(),
+        tests.len(),
+        commits,
+    );
     let mut suggestions = Vec::new();
     if tests.is_empty() {
         suggestions.push(format!(
-            "no test uses {}: add one before changing it",
+            "no test file references {}: add a test before changing it",
             main.row.name
         ));
     }
@@ -364,7 +445,7 @@ pub(crate) fn prepare_change(
                 .join(", ")
         ));
     }
-    if direct.len() > 5 {
+    if direct_count > 5 {
         suggestions.push(
             "many direct dependents: keep the old signature beside the new one while they move"
                 .into(),
@@ -381,13 +462,22 @@ pub(crate) fn prepare_change(
     for (level, _, _) in &impact {
         *by_depth.entry(*level).or_default() += 1;
     }
+    let mut backends = set.backends.clone();
+    if git {
+        backends.push("git");
+    }
+    let mut references = counts;
+    references["dependentFileCount"] = json!(dependent_files.len());
     merge(
         &mut summary,
         json!({
             "symbol": symbol,
+            "precision": set.precision(),
             "target": definition_json(main),
             "ambiguity": ambiguity,
-            "directDependents": direct.iter().take(SHOWN).map(|e| impact_json(e)).collect::<Vec<_>>(),
+            "references": references,
+            "directDependentCount": direct_count,
+            "directDependents": impact.iter().filter(|(level, _, _)| *level == 1).take(SHOWN).map(impact_json).collect::<Vec<_>>(),
             "transitiveImpact": {
                 "totalCallers": impact.len(),
                 "moduleSpread": modules.len(),
@@ -399,13 +489,13 @@ pub(crate) fn prepare_change(
             "relatedTests": tests,
             "coChangeFiles": cochange,
             "riskAssessment": {
-                "level": level,
-                "score": score,
-                "factors": factors.iter().map(|(name, value, s)| json!({"factor": name, "value": value, "contribution": (s * 100.0).round() / 100.0})).collect::<Vec<_>>(),
+                "level": risk.level,
+                "score": risk.score,
+                "factors": risk.factors.iter().map(|(name, value, s)| json!({"factor": name, "value": value, "contribution": (s * 100.0).round() / 100.0})).collect::<Vec<_>>(),
                 "suggestions": suggestions,
             },
-            "limitations": limitations(),
-            "provenance": state.provenance(if git { &["tags", "git"] } else { &["tags"] }, "syntactic", sink.elapsed_ms(), &warnings),
+            "limitations": limitations(&set),
+            "provenance": state.provenance(&backends, set.completeness, sink.elapsed_ms(), &warnings),
         }),
     );
     Ok(summary)
@@ -418,9 +508,21 @@ fn ranked(edges: &BTreeMap<String, u64>) -> Vec<(&String, &u64)> {
     list
 }
 
+/// How many of a scope's definitions `explore` counts uses of, by the
+/// references `find_references` gives (the most imported first).
+const KEY_CANDIDATES: usize = 25;
+
 /// `explore {path}`: `path` relative to the repository, a directory or a
-/// file; empty or `.` for the whole.
-pub(crate) fn explore(store: &Store, path: &str, sink: &mut Sink) -> Result<Value, RunError> {
+/// file; empty or `.` for the whole. Its dependencies are the imports
+/// resolved to files, both ways; its key symbols, those of its definitions
+/// that files outside import, ranked by their references (find_references'
+/// set) in those files.
+pub(crate) fn explore(
+    store: &Store,
+    root: &Path,
+    path: &str,
+    sink: &mut Sink,
+) -> Result<Value, RunError> {
     let state = IndexState::of(store);
     let fail = failed(store);
     let scope = path.trim().trim_start_matches("./").trim_end_matches('/');
@@ -430,29 +532,21 @@ pub(crate) fn explore(store: &Store, path: &str, sink: &mut Sink) -> Result<Valu
             || p == scope
             || (p.starts_with(scope) && p.as_bytes().get(scope.len()) == Some(&b'/'))
     };
-    // Where each name is defined (up to one place more than counts: more
-    // is too common to follow), and the scope's own definitions in order.
-    let mut defined_in: HashMap<String, Vec<String>> = HashMap::new();
     let mut own: Vec<SymbolRow> = Vec::new();
     {
         let mut statement = store
             .conn
             .prepare(&format!(
                 "SELECT {SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id
-                 WHERE s.is_def = 1 ORDER BY f.path, s.line, s.col"
+                 WHERE s.is_def = 1 AND (?1 = '' OR f.path = ?1 OR substr(f.path, 1, length(?1) + 1) = ?1 || '/')
+                 ORDER BY f.path, s.line, s.col"
             ))
             .map_err(&fail)?;
-        let mut rows = statement.query([]).map_err(&fail)?;
-        while let Some(row) = rows.next().map_err(&fail)? {
-            let path = row.get_ref(0).map_err(&fail)?.as_str().unwrap_or_default();
-            let name = row.get_ref(2).map_err(&fail)?.as_str().unwrap_or_default();
-            let places = defined_in.entry(name.to_owned()).or_default();
-            if places.len() <= MAX_DEFINITIONS {
-                places.push(path.to_owned());
-            }
-            if in_scope(path) {
-                own.push(SymbolRow::read(row).map_err(&fail)?);
-            }
+        let rows = statement
+            .query_map([scope], SymbolRow::read)
+            .map_err(&fail)?;
+        for row in rows {
+            own.push(row.map_err(&fail)?);
         }
     }
     let mut files: BTreeMap<String, (String, bool)> = BTreeMap::new();
@@ -478,42 +572,64 @@ pub(crate) fn explore(store: &Store, path: &str, sink: &mut Sink) -> Result<Valu
         )
         .with_remediation("pass a directory or file relative to the repository's root, or \".\""));
     }
-    // Uses crossing the scope's edge, both ways, and how often each of the
-    // scope's names is used from outside.
-    let own_names: HashSet<&str> = own.iter().map(|r| r.name.as_str()).collect();
+    // Imports crossing the scope's edge, both ways; the names files
+    // outside import from it, and which files import each.
+    let imports = import_graph(store, &|| sink.cancelled())?;
     let mut outgoing: BTreeMap<String, u64> = BTreeMap::new();
     let mut incoming: BTreeMap<String, u64> = BTreeMap::new();
-    let mut used_from_outside: HashMap<&str, u64> = HashMap::new();
-    {
-        let mut statement = store
-            .conn
-            .prepare("SELECT s.name, f.path FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.is_def = 0")
-            .map_err(&fail)?;
-        let mut rows = statement.query([]).map_err(&fail)?;
-        let mut n = 0u64;
-        while let Some(row) = rows.next().map_err(&fail)? {
-            n += 1;
-            if n.is_multiple_of(10_000) && sink.cancelled() {
-                return Err(Stopped.into());
-            }
-            let name: String = row.get(0).map_err(&fail)?;
-            let from: String = row.get(1).map_err(&fail)?;
-            let Some(places) = defined_in.get(name.as_str()) else {
-                continue;
-            };
-            if places.len() > MAX_DEFINITIONS {
-                continue;
-            }
-            let inside = in_scope(&from);
-            if inside && !own_names.contains(name.as_str()) {
-                for to in places {
-                    *outgoing.entry((*to).to_owned()).or_default() += 1;
+    let mut importers: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    let mut glob_importers: BTreeSet<&str> = BTreeSet::new();
+    for ((from, to), (count, names)) in &imports.edges {
+        match (in_scope(from), in_scope(to)) {
+            (true, false) => *outgoing.entry(to.clone()).or_default() += count,
+            (false, true) => {
+                *incoming.entry(from.clone()).or_default() += count;
+                for name in names {
+                    if name == "*" {
+                        glob_importers.insert(from);
+                    } else {
+                        importers.entry(name).or_default().insert(from);
+                    }
                 }
-            } else if !inside && let Some(name) = own_names.get(name.as_str()) {
-                *incoming.entry(from).or_default() += 1;
-                *used_from_outside.entry(name).or_default() += 1;
             }
+            _ => {}
         }
+    }
+    // The candidates: definitions imported by name, then (for whole-module
+    // imports) the rest, in order; each counted by its references.
+    let mut candidates: Vec<&SymbolRow> = own
+        .iter()
+        .filter(|r| {
+            !r.is_test && (importers.contains_key(r.name.as_str()) || !glob_importers.is_empty())
+        })
+        .collect();
+    candidates.sort_by_key(|r| {
+        std::cmp::Reverse(importers.get(r.name.as_str()).map_or(0, BTreeSet::len))
+    });
+    candidates.truncate(KEY_CANDIDATES);
+    let mut used_from_outside: HashMap<String, u64> = HashMap::new();
+    for candidate in &candidates {
+        if sink.cancelled() {
+            return Err(Stopped.into());
+        }
+        let query = ReferencesQuery {
+            symbol: candidate.stable_id(),
+            include_tests: true,
+            text: true,
+        };
+        let set = ReferenceSet::open(store, root, &query)?;
+        let from = importers.get(candidate.name.as_str());
+        let count = set
+            .collect(&|| sink.cancelled())?
+            .iter()
+            .filter(|r| {
+                !r.is_definition()
+                    && !in_scope(&r.path)
+                    && (from.is_some_and(|f| f.contains(r.path.as_str()))
+                        || glob_importers.contains(r.path.as_str()))
+            })
+            .count() as u64;
+        used_from_outside.insert(candidate.stable_id(), count);
     }
     let (git, scip) = graph::health(store)?;
     let hotspots = graph::hotspots(store, scope, 10)?;
@@ -548,7 +664,7 @@ pub(crate) fn explore(store: &Store, path: &str, sink: &mut Sink) -> Result<Valu
     }
     let mut key: Vec<&SymbolRow> = own.iter().filter(|r| !r.is_test).collect();
     key.sort_by(|a, b| {
-        let used = |r: &SymbolRow| used_from_outside.get(r.name.as_str()).copied().unwrap_or(0);
+        let used = |r: &SymbolRow| used_from_outside.get(&r.stable_id()).copied().unwrap_or(0);
         used(b)
             .cmp(&used(a))
             .then(a.path.cmp(&b.path))
@@ -582,13 +698,17 @@ pub(crate) fn explore(store: &Store, path: &str, sink: &mut Sink) -> Result<Valu
                 "stableId": r.stable_id(),
                 "name": r.name,
                 "kind": r.kind,
-                "usedFromOutside": used_from_outside.get(r.name.as_str()).copied().unwrap_or(0),
+                "usedFromOutside": used_from_outside.get(&r.stable_id()).copied().unwrap_or(0),
             })).collect::<Vec<_>>(),
             "dependencies": {"outgoing": edge_json(&outgoing), "incoming": edge_json(&incoming)},
             "entrypoints": files.keys().filter(|f| is_entrypoint(f)).collect::<Vec<_>>(),
             "hotspots": hotspots.iter().map(|(file, commits, last_ms)| json!({"file": file, "commits": commits, "lastChangeMs": last_ms})).collect::<Vec<_>>(),
             "health": {"scipAvailable": scip, "gitAvailable": git},
-            "provenance": state.provenance(if git { &["tags", "git"] } else { &["tags"] }, "syntactic", sink.elapsed_ms(), &sink.warnings),
+            "limitations": [
+                "dependencies are imports resolved to files (Rust use, Python import, JavaScript/TypeScript import and require); uses without an import that resolves are not counted",
+                format!("key symbols: the {KEY_CANDIDATES} definitions most imported from outside, ranked by their references (find_references' set) in the files that import them"),
+            ],
+            "provenance": state.provenance(if git { &["imports", "tags", "text", "git"] } else { &["imports", "tags", "text"] }, if scip { "mixed" } else { "syntactic" }, sink.elapsed_ms(), &sink.warnings),
         }),
     );
     Ok(summary)

@@ -6,11 +6,12 @@
 //! definition whose body holds its line. Languages whose tags have no
 //! references (C, C++) have no callers.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use rusqlite::params;
 use weir_core::{FailureCode, RunError};
 
+use crate::language::Language;
 use crate::query::{SYMBOL_COLUMNS, SymbolRow};
 use crate::store::Store;
 
@@ -67,26 +68,32 @@ pub(crate) fn definitions(store: &Store, symbol: &str) -> Result<Vec<Definition>
     definitions_where(store, "s.name = ?1", &[&symbol])
 }
 
-/// A use of a name, with the definition it sits in.
-#[derive(Clone, Debug)]
-pub(crate) struct Use {
-    pub(crate) row: SymbolRow,
-    pub(crate) caller: Option<Definition>,
-}
-
-/// The tagged uses of `name` and their callers (the innermost enclosing
-/// definition, when there is one other than the use's own target).
-pub(crate) fn uses(store: &Store, name: &str) -> Result<Vec<Use>, RunError> {
+/// The callers of `name`'s tagged uses in files of `families` (any, when
+/// empty): for each use, the innermost definition enclosing it, if any.
+/// Imports are no calls: they are left out.
+fn callers(
+    store: &Store,
+    name: &str,
+    families: &BTreeSet<String>,
+) -> Result<Vec<Definition>, RunError> {
     let mut statement = store
         .conn
         .prepare_cached(&format!(
-            "SELECT {SYMBOL_COLUMNS}, s.file_id FROM symbols s JOIN files f ON f.id = s.file_id
-             WHERE s.name = ?1 AND s.is_def = 0 ORDER BY f.path, s.line, s.col"
+            "SELECT {SYMBOL_COLUMNS}, s.file_id, f.language FROM symbols s JOIN files f ON f.id = s.file_id
+             WHERE s.name = ?1 AND s.is_def = 0 AND s.kind != 'import' ORDER BY f.path, s.line, s.col"
         ))
         .map_err(failed(store))?;
     let rows: Vec<(SymbolRow, i64)> = statement
-        .query_map([name], |r| Ok((SymbolRow::read(r)?, r.get(11)?)))
+        .query_map([name], |r| {
+            Ok((SymbolRow::read(r)?, r.get(11)?, r.get::<_, String>(12)?))
+        })
         .map_err(failed(store))?
+        .filter(|row| {
+            row.as_ref().map_or(true, |(_, _, language)| {
+                families.is_empty() || families.contains(Language::family_of(language))
+            })
+        })
+        .map(|row| row.map(|(symbol, file, _)| (symbol, file)))
         .collect::<Result<_, _>>()
         .map_err(failed(store))?;
     let mut enclosing = store
@@ -110,7 +117,7 @@ pub(crate) fn uses(store: &Store, name: &str) -> Result<Vec<Use>, RunError> {
             .next()
             .transpose()
             .map_err(failed(store))?;
-        found.push(Use { row, caller });
+        found.extend(caller);
     }
     Ok(found)
 }
@@ -251,30 +258,45 @@ pub(crate) fn health(store: &Store) -> Result<(bool, bool), RunError> {
     Ok((git, scip))
 }
 
-/// The callers of `name`, level by level up to `depth`: each caller once,
-/// at the level it is first reached, with the name it calls (`via`).
+/// The callers of `name` past its direct dependents (`direct`, level 1,
+/// each with the name it uses), level by level up to `depth`: each caller
+/// once, at the level it is first reached, with the name it calls
+/// (`via`). Past level 1 callers come from the tags of `families`' files,
+/// by name.
 pub(crate) fn impact(
     store: &Store,
     name: &str,
+    direct: Vec<Definition>,
     depth: usize,
     max_nodes: usize,
+    families: &BTreeSet<String>,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Vec<(usize, Definition, String)>, RunError> {
     let mut reached: Vec<(usize, Definition, String)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut names_seen: HashSet<String> = HashSet::from([name.to_owned()]);
-    let mut frontier = vec![name.to_owned()];
-    for level in 1..=depth {
+    let mut frontier = Vec::new();
+    for caller in direct {
+        if reached.len() >= max_nodes || !seen.insert(caller.row.stable_id()) {
+            continue;
+        }
+        if names_seen.insert(caller.row.name.clone()) {
+            frontier.push(caller.row.name.clone());
+        }
+        reached.push((1, caller, name.to_owned()));
+    }
+    for level in 2..=depth {
+        if frontier.is_empty() {
+            break;
+        }
         let mut next = Vec::new();
         for callee in &frontier {
             if cancelled() {
                 return Err(crate::answer::Stopped.into());
             }
             let mut by_caller: BTreeMap<String, Definition> = BTreeMap::new();
-            for u in uses(store, callee)? {
-                if let Some(caller) = u.caller
-                    && caller.row.name != *callee
-                {
+            for caller in callers(store, callee, families)? {
+                if caller.row.name != *callee {
                     by_caller.entry(caller.row.stable_id()).or_insert(caller);
                 }
             }
@@ -287,9 +309,6 @@ pub(crate) fn impact(
                 }
                 reached.push((level, caller, callee.clone()));
             }
-        }
-        if next.is_empty() {
-            break;
         }
         frontier = next;
     }

@@ -5,6 +5,7 @@
 pub(crate) mod architecture;
 pub(crate) mod compound;
 pub(crate) mod graph;
+pub(crate) mod imports;
 pub(crate) mod references;
 pub(crate) mod symbols;
 

@@ -25,6 +25,7 @@ use weir_core::{FailureCode, Meta, RunError};
 
 use crate::answer::{Sink, Stopped, paging};
 use crate::indexer::is_test_path;
+use crate::language::Language;
 use crate::query::{IndexState, SYMBOL_COLUMNS, SymbolRow, location};
 use crate::repo;
 use crate::scip::{ROLE_DEFINITION, ROLE_IMPORT, ROLE_WRITE};
@@ -264,6 +265,427 @@ pub(crate) fn source_lines(root: &Path, path: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// One item of a reference set: a definition or a use.
+#[derive(Clone, Debug)]
+pub(crate) struct Reference {
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+    pub(crate) end_line: u32,
+    pub(crate) end_column: u32,
+    /// `definition`, or the use's kind: `call`, `type`, `import`,
+    /// `implementation`, `reference`, `write` (SCIP), `mention` (text).
+    pub(crate) kind: String,
+    pub(crate) context: String,
+    /// In a test file, or after the line a file's own tests start at.
+    pub(crate) is_test: bool,
+    /// `scip`, `tags` or `text`.
+    pub(crate) backend: &'static str,
+    /// The SCIP symbol, when SCIP gave it.
+    pub(crate) symbol_id: Option<String>,
+    /// A tagged definition's kind (`function`, `class`, …).
+    pub(crate) symbol_kind: Option<String>,
+}
+
+impl Reference {
+    pub(crate) fn is_definition(&self) -> bool {
+        self.kind == "definition"
+    }
+
+    /// Whether the use depends on the symbol (a mention in a comment or a
+    /// string does not; an import only names it).
+    pub(crate) fn is_dependent_use(&self) -> bool {
+        !matches!(self.kind.as_str(), "definition" | "mention" | "import")
+    }
+
+    pub(crate) fn json(&self) -> Value {
+        let mut item = json!({
+            "location": location(&self.path, self.line, self.column, self.end_line, self.end_column),
+            "kind": self.kind,
+            "context": self.context,
+            "isTest": self.is_test,
+            "backend": self.backend,
+        });
+        if let Some(symbol) = &self.symbol_id {
+            item["symbolId"] = json!(symbol);
+        }
+        if let Some(kind) = &self.symbol_kind {
+            item["symbolKind"] = json!(kind);
+        }
+        item
+    }
+}
+
+/// The references of one symbol, as every tool that needs them computes
+/// them (`find_references`, `understand`, `prepare_change`, `explore`):
+/// the definitions at once, then each file's uses when asked, so a caller
+/// that streams sends the first file's before the last is read.
+pub(crate) struct ReferenceSet<'a> {
+    store: &'a Store,
+    root: &'a Path,
+    pub(crate) target: Target,
+    pub(crate) include_tests: bool,
+    pub(crate) text: bool,
+    /// Whether tags and text answer too (not when SCIP pinned the symbol).
+    syntactic: bool,
+    covered: HashSet<String>,
+    pub(crate) definitions: Vec<Reference>,
+    /// The files that may hold uses, in order, with whether each is a
+    /// test file.
+    pub(crate) files: BTreeSet<(String, bool)>,
+    tagged: BTreeMap<String, Vec<SymbolRow>>,
+    scip_uses: BTreeMap<String, Vec<ScipHit>>,
+    symbol_ids: HashMap<i64, String>,
+    /// The language families the uses may be in (empty: any).
+    pub(crate) families: BTreeSet<String>,
+    pub(crate) indexed_references: usize,
+    pub(crate) backends: Vec<&'static str>,
+    pub(crate) completeness: &'static str,
+    pub(crate) warnings: Vec<String>,
+}
+
+impl<'a> ReferenceSet<'a> {
+    /// Resolves `query.symbol` and finds its definitions and the files its
+    /// uses may be in.
+    pub(crate) fn open(
+        store: &'a Store,
+        root: &'a Path,
+        query: &ReferencesQuery,
+    ) -> Result<ReferenceSet<'a>, RunError> {
+        let failed =
+            |e: rusqlite::Error| RunError::new(FailureCode::ToolError, store.error(e).to_string());
+        let covered = scip_documents(store)?;
+        let target = resolve(store, &query.symbol, !covered.is_empty())?;
+        let mut warnings: Vec<String> = target.warning.iter().cloned().collect();
+        let name = target.name.clone();
+        let tests = if query.include_tests {
+            ""
+        } else {
+            "AND f.is_test = 0"
+        };
+        let scip = scip_hits(store, &target.scip)?
+            .into_iter()
+            .filter(|hit| query.include_tests || !is_test_path(&hit.path))
+            .collect::<Vec<_>>();
+        let syntactic = !target.pinned;
+        let families = families_of(store, &query.symbol, &name)?;
+        let family_ok = |language: &str| {
+            families.is_empty() || families.contains(Language::family_of(language))
+        };
+        let rows = |is_def: bool| -> Result<Vec<(SymbolRow, Option<u32>)>, RunError> {
+            if !syntactic {
+                return Ok(Vec::new());
+            }
+            let mut statement = store
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {SYMBOL_COLUMNS}, f.language, f.test_line FROM symbols s JOIN files f ON f.id = s.file_id
+                     WHERE s.name = ?1 AND s.is_def = ?2 {tests} ORDER BY f.path, s.line, s.col"
+                ))
+                .map_err(failed)?;
+            let found = statement
+                .query_map(rusqlite::params![name, is_def], |r| {
+                    Ok((SymbolRow::read(r)?, r.get::<_, String>(11)?, r.get(12)?))
+                })
+                .map_err(failed)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(failed)?;
+            Ok(found
+                .into_iter()
+                .filter(|(row, language, _)| !covered.contains(&row.path) && family_ok(language))
+                .map(|(row, _, test_line)| (row, test_line))
+                .collect())
+        };
+        let mut definitions: Vec<Reference> = rows(true)?
+            .into_iter()
+            .map(|(row, test_line)| Reference {
+                is_test: row.is_test || test_line.is_some_and(|t| row.line >= t),
+                path: row.path,
+                line: row.line,
+                column: row.column,
+                end_line: row.end_line,
+                end_column: row.end_column,
+                kind: "definition".into(),
+                context: row.context,
+                backend: "tags",
+                symbol_id: None,
+                symbol_kind: Some(row.kind),
+            })
+            .filter(|d| query.include_tests || !d.is_test)
+            .collect();
+        let mut tagged: BTreeMap<String, Vec<SymbolRow>> = BTreeMap::new();
+        for (row, _) in rows(false)? {
+            tagged.entry(row.path.clone()).or_default().push(row);
+        }
+        let indexed_references = tagged.values().map(Vec::len).sum();
+        let mut files: BTreeSet<(String, bool)> = tagged
+            .values()
+            .map(|rows| (rows[0].path.clone(), rows[0].is_test))
+            .collect();
+        if query.text && syntactic {
+            let mut statement = store
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT f.path, f.is_test, f.language FROM file_words w JOIN files f ON f.id = w.rowid
+                     WHERE file_words MATCH ?1 {tests}"
+                ))
+                .map_err(failed)?;
+            let phrase = format!("\"{}\"", name.replace('"', "\"\""));
+            let found = statement
+                .query_map([phrase], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, bool>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                })
+                .map_err(failed)?;
+            for file in found {
+                let (path, is_test, language) = file.map_err(failed)?;
+                if !covered.contains(&path) && family_ok(&language) {
+                    files.insert((path, is_test));
+                }
+            }
+        }
+        let symbol_ids: HashMap<i64, String> = target
+            .scip
+            .iter()
+            .map(|t| (t.id, t.symbol.clone()))
+            .collect();
+        let mut scip_uses: BTreeMap<String, Vec<ScipHit>> = BTreeMap::new();
+        let mut lines_of: HashMap<String, Vec<String>> = HashMap::new();
+        for hit in scip {
+            if hit.is_definition() {
+                let lines = lines_of
+                    .entry(hit.path.clone())
+                    .or_insert_with(|| source_lines(root, &hit.path));
+                definitions.push(scip_reference(&hit, lines, &symbol_ids));
+            } else {
+                files.insert((hit.path.clone(), is_test_path(&hit.path)));
+                scip_uses.entry(hit.path.clone()).or_default().push(hit);
+            }
+        }
+        definitions.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
+        let fallback = !files.iter().all(|(path, _)| scip_uses.contains_key(path))
+            || definitions.iter().any(|d| d.backend != "scip");
+        let mut backends: Vec<&'static str> = Vec::new();
+        if !target.scip.is_empty() {
+            backends.push("scip");
+        }
+        if syntactic {
+            backends.push("tags");
+            if query.text {
+                backends.push("text");
+            }
+        }
+        let completeness = match (target.scip.is_empty(), fallback) {
+            (true, _) => "syntactic",
+            (false, false) => "exact",
+            (false, true) => "mixed",
+        };
+        if families.is_empty() && syntactic {
+            warnings.push(format!(
+                "no definition of {name:?} in the index: its uses are looked for in every language"
+            ));
+        }
+        Ok(ReferenceSet {
+            store,
+            root,
+            target,
+            include_tests: query.include_tests,
+            text: query.text,
+            syntactic,
+            covered,
+            definitions,
+            files,
+            tagged,
+            scip_uses,
+            symbol_ids,
+            families,
+            indexed_references,
+            backends,
+            completeness,
+            warnings,
+        })
+    }
+
+    /// The uses in `path` (one of [`Self::files`]) in line order, and
+    /// whether the file changed since it was indexed.
+    pub(crate) fn uses_in(&self, path: &str, is_test: bool) -> (Vec<Reference>, bool) {
+        let test_line = if is_test {
+            Some(1)
+        } else {
+            self.test_line(path)
+        };
+        let in_test = |line: u32| test_line.is_some_and(|t| line >= t);
+        let keep = |r: &Reference| self.include_tests || !r.is_test;
+        if let Some(hits) = self.scip_uses.get(path) {
+            let lines = source_lines(self.root, path);
+            let uses = hits
+                .iter()
+                .map(|hit| {
+                    let mut r = scip_reference(hit, &lines, &self.symbol_ids);
+                    r.is_test = r.is_test || in_test(hit.line);
+                    r
+                })
+                .filter(keep)
+                .collect();
+            return (uses, false);
+        }
+        let name = self.target.name.as_str();
+        let tagged = self.tagged.get(path).map(Vec::as_slice).unwrap_or_default();
+        let mut uses: Vec<Reference> = tagged
+            .iter()
+            .map(|r| Reference {
+                path: r.path.clone(),
+                line: r.line,
+                column: r.column,
+                end_line: r.end_line,
+                end_column: r.end_column,
+                kind: r.kind.clone(),
+                context: r.context.clone(),
+                is_test: in_test(r.line),
+                backend: "tags",
+                symbol_id: None,
+                symbol_kind: None,
+            })
+            .collect();
+        let mut changed = false;
+        if self.text && self.syntactic && !self.covered.contains(path) {
+            match repo::read_beneath(self.root, path, repo::MAX_READ_BYTES) {
+                Ok(source) => {
+                    let known: BTreeSet<(u32, u32)> = tagged
+                        .iter()
+                        .map(|r| (r.line, r.column))
+                        .chain(
+                            self.definitions
+                                .iter()
+                                .filter(|d| d.path == path)
+                                .map(|d| (d.line, d.column)),
+                        )
+                        .collect();
+                    for (line, column, text) in word_occurrences(&source, name.as_bytes()) {
+                        if known.contains(&(line, column)) {
+                            continue;
+                        }
+                        uses.push(Reference {
+                            path: path.to_owned(),
+                            line,
+                            column,
+                            end_line: line,
+                            end_column: column + name.len() as u32,
+                            kind: "mention".into(),
+                            context: text,
+                            is_test: in_test(line),
+                            backend: "text",
+                            symbol_id: None,
+                            symbol_kind: None,
+                        });
+                    }
+                    // A tag the file no longer has where the index says: the
+                    // file changed since it was indexed.
+                    changed = !tagged.is_empty() && !tags_still_there(&source, name, tagged);
+                }
+                Err(_) => changed = true,
+            }
+            uses.sort_by_key(|r| (r.line, r.column));
+        }
+        uses.retain(keep);
+        (uses, changed)
+    }
+
+    /// The line `path`'s own tests start at, if it has any.
+    fn test_line(&self, path: &str) -> Option<u32> {
+        self.store
+            .conn
+            .prepare_cached("SELECT test_line FROM files WHERE path = ?1")
+            .and_then(|mut s| s.query_row([path], |r| r.get::<_, Option<u32>>(0)))
+            .ok()
+            .flatten()
+    }
+
+    /// The whole set: definitions, then every file's uses.
+    pub(crate) fn collect(&self, cancelled: &dyn Fn() -> bool) -> Result<Vec<Reference>, Stopped> {
+        let mut all = self.definitions.clone();
+        for (path, is_test) in &self.files {
+            if cancelled() {
+                return Err(Stopped);
+            }
+            all.extend(self.uses_in(path, *is_test).0);
+        }
+        Ok(all)
+    }
+
+    /// One line saying how the references were found, for the first
+    /// sentence of an answer.
+    pub(crate) fn precision(&self) -> String {
+        match self.completeness {
+            "exact" => "exact: every reference from the SCIP index".into(),
+            "mixed" => {
+                "partly exact: SCIP where its index covers the files, elsewhere matched by name"
+                    .into()
+            }
+            _ => format!(
+                "by name only, without a SCIP index: every {}symbol named {:?} counts",
+                self.families
+                    .iter()
+                    .map(|f| format!("{f} "))
+                    .collect::<String>(),
+                self.target.name
+            ),
+        }
+    }
+}
+
+/// The language families of `name`'s definitions (of the one `symbol`
+/// pins, when it is a stableId), empty when the index defines no such
+/// name: a use is looked for only in files of these families.
+fn families_of(store: &Store, symbol: &str, name: &str) -> Result<BTreeSet<String>, RunError> {
+    let failed =
+        |e: rusqlite::Error| RunError::new(FailureCode::ToolError, store.error(e).to_string());
+    let parts: Vec<&str> = symbol.rsplitn(3, ':').collect();
+    let pinned = match parts.as_slice() {
+        [_, line, path] if line.parse::<u32>().is_ok() => Some(*path),
+        _ => None,
+    };
+    let mut statement = store
+        .conn
+        .prepare_cached(
+            "SELECT DISTINCT f.language FROM symbols s JOIN files f ON f.id = s.file_id
+             WHERE s.name = ?1 AND s.is_def = 1 AND (?2 IS NULL OR f.path = ?2)",
+        )
+        .map_err(failed)?;
+    let mut families: BTreeSet<String> = statement
+        .query_map(rusqlite::params![name, pinned], |r| r.get::<_, String>(0))
+        .map_err(failed)?
+        .map(|l| l.map(|l| Language::family_of(&l).to_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(failed)?;
+    if families.is_empty() && pinned.is_some() {
+        families = families_of(store, name, name)?;
+    }
+    Ok(families)
+}
+
+fn scip_reference(hit: &ScipHit, lines: &[String], symbols: &HashMap<i64, String>) -> Reference {
+    Reference {
+        path: hit.path.clone(),
+        line: hit.line,
+        column: hit.column,
+        end_line: hit.end_line,
+        end_column: hit.end_column,
+        kind: hit.kind().into(),
+        context: lines
+            .get(hit.line as usize - 1)
+            .cloned()
+            .unwrap_or_default(),
+        is_test: is_test_path(&hit.path),
+        backend: "scip",
+        symbol_id: symbols.get(&hit.symbol_id).cloned(),
+        symbol_kind: None,
+    }
+}
+
 pub(crate) fn find_references(
     store: &Store,
     root: &Path,
@@ -271,248 +693,67 @@ pub(crate) fn find_references(
     sink: &mut Sink,
 ) -> Result<Value, RunError> {
     let state = IndexState::of(store);
-    let failed =
-        |e: rusqlite::Error| RunError::new(FailureCode::ToolError, store.error(e).to_string());
-    let covered = scip_documents(store)?;
-    let target = resolve(store, &query.symbol, !covered.is_empty())?;
-    if let Some(warning) = &target.warning {
+    let set = ReferenceSet::open(store, root, query)?;
+    for warning in &set.warnings {
         sink.warning(warning.clone())?;
     }
-    let name = target.name.as_str();
-    let tests = if query.include_tests {
-        ""
-    } else {
-        "AND f.is_test = 0"
-    };
-    // SCIP answers for the files it covers; a pinned symbol, for all.
-    let scip = scip_hits(store, &target.scip)?
-        .into_iter()
-        .filter(|hit| query.include_tests || !is_test_path(&hit.path))
-        .collect::<Vec<_>>();
-    let syntactic = !target.pinned;
-    let rows = |is_def: bool| -> Result<Vec<SymbolRow>, RunError> {
-        if !syntactic {
-            return Ok(Vec::new());
-        }
-        let mut statement = store
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id
-                 WHERE s.name = ?1 AND s.is_def = ?2 {tests} ORDER BY f.path, s.line, s.col"
-            ))
-            .map_err(failed)?;
-        let found = statement
-            .query_map(rusqlite::params![name, is_def], SymbolRow::read)
-            .map_err(failed)?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(failed)?;
-        Ok(found
-            .into_iter()
-            .filter(|row| !covered.contains(&row.path))
-            .collect())
-    };
-    let definitions = rows(true)?;
-    let mut by_file: BTreeMap<String, Vec<SymbolRow>> = BTreeMap::new();
-    for row in rows(false)? {
-        by_file.entry(row.path.clone()).or_default().push(row);
-    }
-    let indexed_references: usize = by_file.values().map(Vec::len).sum();
-    // Files that mention the name: candidates for text occurrences.
-    let mut files: BTreeSet<(String, bool)> = by_file
-        .values()
-        .map(|rows| (rows[0].path.clone(), rows[0].is_test))
-        .collect();
-    if query.text && syntactic {
-        let mut statement = store
-            .conn
-            .prepare_cached(&format!(
-                "SELECT f.path, f.is_test FROM file_words w JOIN files f ON f.id = w.rowid
-                 WHERE file_words MATCH ?1 {tests}"
-            ))
-            .map_err(failed)?;
-        let phrase = format!("\"{}\"", name.replace('"', "\"\""));
-        let found = statement
-            .query_map([phrase], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?))
-            })
-            .map_err(failed)?;
-        for file in found {
-            let file = file.map_err(failed)?;
-            if !covered.contains(&file.0) {
-                files.insert(file);
-            }
-        }
-    }
-    let mut scip_uses: BTreeMap<String, Vec<&ScipHit>> = BTreeMap::new();
-    for hit in scip.iter().filter(|hit| !hit.is_definition()) {
-        scip_uses.entry(hit.path.clone()).or_default().push(hit);
-        files.insert((hit.path.clone(), is_test_path(&hit.path)));
-    }
-    let fallback =
-        !files.iter().all(|(path, _)| scip_uses.contains_key(path)) || !definitions.is_empty();
-    let mut backends: Vec<&str> = Vec::new();
-    if !target.scip.is_empty() {
-        backends.push("scip");
-    }
-    if syntactic {
-        backends.push("tags");
-        if query.text {
-            backends.push("text");
-        }
-    }
-    let completeness = match (target.scip.is_empty(), fallback) {
-        (true, _) => "syntactic",
-        (false, false) => "exact",
-        (false, true) => "mixed",
-    };
-    let symbol_ids: HashMap<i64, &ScipTarget> = target.scip.iter().map(|t| (t.id, t)).collect();
+    let scip_uses: usize = set.scip_uses.values().map(Vec::len).sum();
     sink.meta(Meta {
         // With text occurrences the total is known only once every file is read.
-        total: (!(query.text && syntactic))
-            .then_some((scip.len() + definitions.len() + indexed_references) as u64),
-        backends: backends.iter().map(|b| (*b).to_owned()).collect(),
+        total: (!(set.text && set.syntactic))
+            .then_some((set.definitions.len() + set.indexed_references + scip_uses) as u64),
+        backends: set.backends.iter().map(|b| (*b).to_owned()).collect(),
         info: json!({
             "symbol": query.symbol,
-            "name": name,
-            "scipSymbols": target.scip.len(),
-            "definitions": definitions.len() + scip.iter().filter(|h| h.is_definition()).count(),
-            "indexedReferences": indexed_references + scip.iter().filter(|h| !h.is_definition()).count(),
-            "files": files.len(),
-            "completeness": completeness,
+            "name": set.target.name,
+            "scipSymbols": set.target.scip.len(),
+            "definitions": set.definitions.len(),
+            "indexedReferences": set.indexed_references + scip_uses,
+            "files": set.files.len(),
+            "completeness": set.completeness,
+            "precision": set.precision(),
+            "languages": set.families,
             "chunking": "grouped by file: definitions first, then each file's uses in line order",
         }),
         progress_unit: None,
     })?;
-
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
-    let mut per_symbol: BTreeMap<i64, (u64, u64)> = BTreeMap::new();
+    let mut per_symbol: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     let mut top: Vec<Value> = Vec::new();
     let mut changed = 0u64;
-    let mut emit = |sink: &mut Sink, path: &str, item: Value, kind: &str| -> Result<(), Stopped> {
-        *counts.entry(path.to_owned()).or_default() += 1;
-        *kinds.entry(kind.to_owned()).or_default() += 1;
+    let mut emit = |sink: &mut Sink, r: &Reference| -> Result<(), Stopped> {
+        *counts.entry(r.path.clone()).or_default() += 1;
+        *kinds.entry(r.kind.clone()).or_default() += 1;
+        let item = r.json();
         if top.len() < TOP_ITEMS {
             top.push(item.clone());
         }
-        sink.item(path, item)
+        sink.item(&r.path, item)
     };
-    let scip_item = |hit: &ScipHit, lines: &[String]| {
-        let symbol = symbol_ids.get(&hit.symbol_id);
-        json!({
-            "location": location(&hit.path, hit.line, hit.column, hit.end_line, hit.end_column),
-            "kind": hit.kind(),
-            "symbolId": symbol.map(|s| s.symbol.as_str()),
-            "context": lines.get(hit.line as usize - 1).cloned().unwrap_or_default(),
-            "isTest": is_test_path(&hit.path),
-            "backend": "scip",
-        })
-    };
-    // Definitions first, SCIP's and the fallback's, by place.
-    let mut firsts: Vec<(&str, u32, u32, Value, &str)> = Vec::new();
-    let mut lines_of: HashMap<String, Vec<String>> = HashMap::new();
-    for hit in scip.iter().filter(|hit| hit.is_definition()) {
-        let lines = lines_of
-            .entry(hit.path.clone())
-            .or_insert_with(|| source_lines(root, &hit.path));
-        per_symbol.entry(hit.symbol_id).or_default().0 += 1;
-        firsts.push((
-            &hit.path,
-            hit.line,
-            hit.column,
-            scip_item(hit, lines),
-            "definition",
-        ));
+    for definition in &set.definitions {
+        emit(sink, definition)?;
     }
-    for definition in &definitions {
-        let item = json!({
-            "location": definition.location(),
-            "kind": "definition",
-            "symbolKind": definition.kind,
-            "context": definition.context,
-            "isTest": definition.is_test,
-            "backend": "tags",
-        });
-        firsts.push((
-            &definition.path,
-            definition.line,
-            definition.column,
-            item,
-            "definition",
-        ));
-    }
-    firsts.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-    drop(lines_of);
-    for (path, _, _, item, kind) in firsts {
-        emit(sink, path, item, kind)?;
-    }
-    let defined_at: HashMap<&str, Vec<(u32, u32)>> =
-        definitions.iter().fold(HashMap::new(), |mut at, d| {
-            at.entry(d.path.as_str())
-                .or_default()
-                .push((d.line, d.column));
-            at
-        });
-    for (path, is_test) in &files {
+    for (path, is_test) in &set.files {
         if sink.cancelled() {
             return Err(Stopped.into());
         }
-        if let Some(hits) = scip_uses.get(path) {
-            let lines = source_lines(root, path);
-            for hit in hits {
-                per_symbol.entry(hit.symbol_id).or_default().1 += 1;
-                emit(sink, path, scip_item(hit, &lines), hit.kind())?;
-            }
-            continue;
+        let (uses, file_changed) = set.uses_in(path, *is_test);
+        changed += u64::from(file_changed);
+        for r in &uses {
+            emit(sink, r)?;
         }
-        let tagged = by_file.get(path).map(Vec::as_slice).unwrap_or_default();
-        let mut items: Vec<(u32, u32, Value, String)> = tagged
-            .iter()
-            .map(|r| {
-                let item = json!({
-                    "location": r.location(),
-                    "kind": r.kind,
-                    "context": r.context,
-                    "isTest": r.is_test,
-                    "backend": "tags",
-                });
-                (r.line, r.column, item, r.kind.clone())
-            })
-            .collect();
-        if query.text {
-            match repo::read_beneath(root, path, repo::MAX_READ_BYTES) {
-                Ok(source) => {
-                    let known: BTreeSet<(u32, u32)> = tagged
-                        .iter()
-                        .map(|r| (r.line, r.column))
-                        .chain(defined_at.get(path.as_str()).into_iter().flatten().copied())
-                        .collect();
-                    for (line, column, text) in word_occurrences(&source, name.as_bytes()) {
-                        if known.contains(&(line, column)) {
-                            continue;
-                        }
-                        let end = column + name.len() as u32;
-                        let item = json!({
-                            "location": location(path, line, column, line, end),
-                            "kind": "mention",
-                            "context": text,
-                            "isTest": is_test,
-                            "backend": "text",
-                        });
-                        items.push((line, column, item, "mention".into()));
-                    }
-                    // A tag the file no longer has where the index says: the
-                    // file changed since it was indexed.
-                    if !tagged.is_empty() && !tags_still_there(&source, name, tagged) {
-                        changed += 1;
-                    }
-                }
-                Err(_) => changed += 1,
-            }
-            items.sort_by_key(|(line, column, _, _)| (*line, *column));
+    }
+    for r in set.definitions.iter() {
+        if let Some(symbol) = &r.symbol_id {
+            per_symbol.entry(symbol).or_default().0 += 1;
         }
-        for (_, _, item, kind) in items {
-            emit(sink, path, item, &kind)?;
+    }
+    for hits in set.scip_uses.values() {
+        for hit in hits {
+            if let Some(symbol) = set.symbol_ids.get(&hit.symbol_id) {
+                per_symbol.entry(symbol).or_default().1 += 1;
+            }
         }
     }
     if changed > 0 {
@@ -524,12 +765,16 @@ pub(crate) fn find_references(
     by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let page = sink.page();
     let mut summary = paging(&page, &state.state_id);
-    let symbols: Vec<Value> = target
+    let symbols: Vec<Value> = set
+        .target
         .scip
         .iter()
         .take(TOP_SYMBOLS)
         .map(|t| {
-            let (definitions, references) = per_symbol.get(&t.id).copied().unwrap_or_default();
+            let (definitions, references) = per_symbol
+                .get(t.symbol.as_str())
+                .copied()
+                .unwrap_or_default();
             json!({
                 "symbolId": t.symbol,
                 "name": t.name,
@@ -549,7 +794,8 @@ pub(crate) fn find_references(
         "byFile": by_count.iter().take(TOP_FILES).map(|(file, count)| json!({"file": file, "count": count})).collect::<Vec<_>>(),
         "topItems": top,
         "symbols": symbols,
-        "provenance": state.provenance(&backends, completeness, sink.elapsed_ms(), &sink.warnings),
+        "precision": set.precision(),
+        "provenance": state.provenance(&set.backends, set.completeness, sink.elapsed_ms(), &sink.warnings),
     });
     merge(&mut summary, extra);
     Ok(summary)

@@ -52,14 +52,14 @@ impl Tool for Explore {
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
         let path = string(&args, "path")?.to_owned();
-        let (_, db) = open_repo(&ctx, &self.0, &args).await?;
+        let (root, db) = open_repo(&ctx, &self.0, &args).await?;
         let (page, warning) = page_of(&self.0, &args, &db)?;
         let summary = answer(&ctx, &self.0, page, warning, move |sink| {
-            explore(&open_store(&db)?, &path, sink)
+            explore(&open_store(&db)?, &root, &path, sink)
         })
         .await?;
         let headline = format!(
-            "explore {}: {} files, {} definitions; {} files it uses, {} that use it; entry points {}",
+            "explore {} (dependencies from imports resolved to files): {} files, {} definitions; {} files it imports from, {} that import it; entry points {}",
             summary["path"].as_str().unwrap_or_default(),
             summary["overview"]["fileCount"],
             summary["overview"]["symbolCount"],
@@ -103,19 +103,22 @@ impl Tool for Understand {
         })
         .await?;
         let headline = format!(
-            "understand {}: {} {} at {}; {} uses in {} files, {} callers, {} callees",
+            "understand {}, {}. {} {} at {}: {} references ({} uses) in {} files, the same set as find_references; {} callers, {} callees, {} test files",
             summary["definition"]["stableId"]
                 .as_str()
                 .unwrap_or_default(),
+            summary["precision"].as_str().unwrap_or_default(),
             summary["definition"]["kind"].as_str().unwrap_or_default(),
             summary["definition"]["name"].as_str().unwrap_or_default(),
             summary["definition"]["location"]["fileId"]
                 .as_str()
                 .unwrap_or_default(),
             summary["references"]["totalCount"],
+            summary["references"]["uses"],
             summary["references"]["fileCount"],
-            summary["callers"].as_array().map_or(0, Vec::len),
+            summary["callerCount"],
             summary["callees"].as_array().map_or(0, Vec::len),
+            summary["relatedTests"].as_array().map_or(0, Vec::len),
         );
         Ok(completed(headline, summary))
     }
@@ -146,20 +149,24 @@ impl Tool for PrepareChange {
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
         let symbol = string(&args, "symbol")?.trim().to_owned();
         let depth = args["depth"].as_u64().unwrap_or(3).clamp(1, 5) as usize;
-        let (_, db) = open_repo(&ctx, &self.0, &args).await?;
+        let (root, db) = open_repo(&ctx, &self.0, &args).await?;
         let (page, warning) = page_of(&self.0, &args, &db)?;
         let summary = answer(&ctx, &self.0, page, warning, move |sink| {
-            prepare_change(&open_store(&db)?, &symbol, depth, sink)
+            prepare_change(&open_store(&db)?, &root, &symbol, depth, sink)
         })
         .await?;
         let headline = format!(
-            "prepare_change {}: risk {} ({}); {} direct dependents, {} callers to depth {}, {} related tests, {} co-change files",
+            "prepare_change {}, {}. Risk {} ({}): {} references in {} files ({} besides its own), {} direct dependents, {} callers to depth {}, {} test files reference it, {} co-change files",
             summary["target"]["stableId"].as_str().unwrap_or_default(),
+            summary["precision"].as_str().unwrap_or_default(),
             summary["riskAssessment"]["level"]
                 .as_str()
                 .unwrap_or_default(),
             summary["riskAssessment"]["score"],
-            summary["directDependents"].as_array().map_or(0, Vec::len),
+            summary["references"]["totalCount"],
+            summary["references"]["fileCount"],
+            summary["references"]["dependentFileCount"],
+            summary["directDependentCount"],
             summary["transitiveImpact"]["totalCallers"],
             summary["transitiveImpact"]["maxDepth"],
             summary["relatedTests"].as_array().map_or(0, Vec::len),
