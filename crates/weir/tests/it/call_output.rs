@@ -314,3 +314,74 @@ fn find_references_in_text_reads_as_path_line_context_grouped_by_file() {
         "a JSON line: {shown}"
     );
 }
+
+/// A model's tokens (llmstxt_generate with a model endpoint; here the
+/// project's fake, each answer in several deltas) are joined as text:
+/// each answer reads whole on its line, not a token per line, and is not
+/// printed again after the stream.
+#[cfg(feature = "llmstxt")]
+#[test]
+fn a_models_tokens_are_joined_as_text() {
+    use weir_fake_model::{FakeModel, Script, Streaming, Turn};
+    let answers = [
+        "Tally counts the words of text files.",
+        "How to run tally on a file.",
+        "The license it ships under.",
+    ];
+    let streaming = Streaming {
+        deltas: 6,
+        delay_ms: 5,
+        ..Streaming::default()
+    };
+    // The fake serves on a runtime of its own while the test waits.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _entered = runtime.enter();
+    let fake = FakeModel::start(Script::new(
+        answers
+            .iter()
+            .map(|answer| Turn::text(*answer).streamed(streaming.clone())),
+    ))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("tally");
+    for (path, text) in [
+        ("README.md", "# Tally\n\nTally counts words.\n"),
+        ("docs/usage.md", "# Usage\n\nRun `tally FILE`.\n"),
+        ("LICENSE", "MIT License\n"),
+    ] {
+        let path = repo.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let server = format!(
+        "{WEIR} serve --stdio --memory --no-exec --no-critique --root {} --llm-endpoint {}/v1 --llm-model fake",
+        dir.path().display(),
+        fake.url()
+    );
+    let output = Command::new(WEIR)
+        .args(["call", "--stdio", &server, "llmstxt_generate", "--json"])
+        .arg(json!({"source": repo, "max_model_links": 2}).to_string())
+        .stdin(Stdio::null())
+        .env_remove("WEIR_TOKEN")
+        .env_remove("WEIR_LLM_ENDPOINT")
+        .env_remove("WEIR_LLM_MODEL")
+        .output()
+        .unwrap();
+    let shown = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    // The stream, then the document it wrote (which quotes the answers).
+    let (stream, document) = shown
+        .split_once("# Tally\n")
+        .unwrap_or_else(|| panic!("no document: {shown}"));
+    assert!(document.contains(answers[0]), "{document}");
+    let lines: Vec<&str> = stream.lines().collect();
+    assert_eq!(
+        lines.len(),
+        answers.len(),
+        "one line per answer: {stream:?}"
+    );
+    for (line, answer) in lines.iter().zip(answers) {
+        let (label, said) = line.split_once(": ").unwrap_or_else(|| panic!("{line:?}"));
+        assert!(!label.is_empty() && said == answer, "{line:?}");
+    }
+}
