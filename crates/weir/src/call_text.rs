@@ -598,8 +598,8 @@ mod tests {
             item_line(&item, location(&item)),
             "src/lib.rs:12: let x = parse(input);"
         );
-        let plain = json!({"name": "core", "files": 3, "docs": null});
-        assert_eq!(item_line(&plain, location(&plain)), "name: core, files: 3");
+        let plain = json!({"docs": null, "files": 3, "name": "core"});
+        assert_eq!(item_line(&plain, location(&plain)), "files: 3, name: core");
     }
 
     #[test]
