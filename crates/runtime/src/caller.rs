@@ -304,11 +304,14 @@ pub trait RemoteCaller: Send + Sync + 'static {
 
     /// Calls `tool` on the server named `server` and returns its result,
     /// or why there is none: an unknown name, the tool's error (`isError`)
-    /// as [`FailureCode::ToolError`] with its text, a server that cannot
-    /// be reached or refuses the call with the client's message, `timeout`
-    /// passing as [`FailureCode::Timeout`]. What the call reports
-    /// meanwhile (progress, partial results, log messages) goes to
-    /// `events` as `progress`, `partial` and `log` kinds, best effort.
+    /// as [`FailureCode::ToolError`] with its text and, as the error's
+    /// [`result`](RunError::result), its content and structured content;
+    /// a server that cannot be reached or refuses the call with the
+    /// client's message, `timeout` passing as [`FailureCode::Timeout`].
+    /// What the call reports meanwhile (progress, partial results, log
+    /// messages) goes to `events` as `progress`, `partial` and `log`
+    /// kinds, in order: the call waits for room, so the receiver must be
+    /// read while the call runs (a dropped receiver loses them).
     /// Dropping the future cancels the call on the server.
     ///
     /// [`FailureCode::ToolError`]: weir_core::FailureCode::ToolError

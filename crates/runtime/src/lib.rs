@@ -65,6 +65,7 @@
 mod caller;
 mod context;
 mod handle;
+mod heartbeat;
 mod input;
 pub mod log;
 mod roots;
@@ -75,6 +76,7 @@ mod tool;
 
 pub use caller::{CallError, ChildEnd, ChildRun, RemoteCaller};
 pub use context::{EmitError, RunContext, now_ms};
+pub use heartbeat::Heartbeat;
 pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
 pub use roots::{Roots, RootsError, open_beneath};

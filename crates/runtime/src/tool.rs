@@ -13,6 +13,8 @@ use crate::RunContext;
 pub struct ToolInfo {
     /// Unique name, e.g. `execute_code`.
     pub name: String,
+    /// A title for people, if the tool has one (MCP's `title`).
+    pub title: Option<String>,
     /// What it does, for people and models.
     pub description: String,
     /// JSON Schema of its arguments.
@@ -37,6 +39,10 @@ pub struct ToolInfo {
     /// (`"writeOnly": true` or `"x-weir-secret": true`, at any depth) are
     /// secret too, listed here or not.
     pub secret_fields: Vec<String>,
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, …) shown
+    /// as given; `None` by default. The server adds `streamingHint` for a
+    /// tool that [`streams`](ToolInfo::streams).
+    pub annotations: Option<Value>,
 }
 
 /// What marks a property of an input schema as a secret, besides JSON
@@ -157,6 +163,7 @@ impl ToolInfo {
     ) -> ToolInfo {
         ToolInfo {
             name: name.into(),
+            title: None,
             description: description.into(),
             input_schema,
             output_schema: None,
@@ -165,6 +172,7 @@ impl ToolInfo {
             max_concurrent: None,
             text_fields: Vec::new(),
             secret_fields: Vec::new(),
+            annotations: None,
         }
     }
 

@@ -24,8 +24,10 @@
 //! - `tools=NAME,…` and/or `packs=NAME,…`, optionally, in any order: the
 //!   holder may call these tools and every tool of these packs, and nothing
 //!   else. The packs are `exec`, `codeintel`, `critique`, `llmstxt`, `plan`,
-//!   `runs` (weir's own `runs_*` tools and `get_status`) and, with
-//!   `--fixtures`, `fixtures`.
+//!   `runs` (weir's own `runs_*` tools and `get_status`), with
+//!   `--fixtures`, `fixtures`, and `upstream:NAME` for the tools weir
+//!   serves of each declared upstream server `NAME` (`weir wrap`'s is
+//!   `upstream:wrapped`).
 //! - Neither: every tool **except the agent tools** (`agent_run` and the
 //!   `roast` tools, which start coding-agent CLIs on the server's machine);
 //!   a line grants those only by naming them (`tools=agent_run`) or their
@@ -375,7 +377,7 @@ fn parse_line(line: &str, number: usize) -> Result<Credential, String> {
             let valid = !entry.is_empty()
                 && entry
                     .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'));
             if !valid {
                 return Err(format!(
                     "{key}={names}: {entry:?} is not a name; list names separated by commas, without spaces"

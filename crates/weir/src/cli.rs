@@ -39,6 +39,15 @@ impl Args {
 pub(crate) enum Command {
     /// Serve MCP: every tool call becomes a run in the data directory.
     Serve(Box<ServeArgs>),
+    /// Serve an existing MCP server's tools as weir runs: `weir wrap --
+    /// npx -y @modelcontextprotocol/server-everything`. weir serves MCP on
+    /// stdio (or --http) with the server after `--` as its one upstream:
+    /// its tools under their own names, each call a run (progress, a
+    /// heartbeat while it is quiet, tasks, cancel, runs_* and runs_wait),
+    /// stored in the data directory (--memory keeps none). weir's own
+    /// packs are off. The server gets weir's environment, but for weir's
+    /// own token.
+    Wrap(Box<WrapArgs>),
     /// Inspect and follow runs in the data directory.
     #[command(subcommand)]
     Runs(RunsCommand),
@@ -320,6 +329,27 @@ pub(crate) struct ServeArgs {
     pub(crate) retention_days: u64,
     #[command(flatten)]
     pub(crate) upstreams: UpstreamArgs,
+    /// Answer a tools/call that has run this many seconds, and that the
+    /// client did not ask to run as a task, with a result saying the run
+    /// is still working, its id, and to call runs_wait for the outcome;
+    /// the run goes on [default: off].
+    #[arg(long, value_name = "S")]
+    pub(crate) defer_after: Option<u64>,
+    /// Set by `weir wrap`: the one upstream's tools under their own names,
+    /// and no pack of weir's.
+    #[arg(skip)]
+    pub(crate) wrap: bool,
+}
+
+/// `weir wrap`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct WrapArgs {
+    /// `weir serve`'s options (stdio unless --http).
+    #[command(flatten)]
+    pub(crate) serve: ServeArgs,
+    /// The MCP server to wrap: a command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub(crate) command: Vec<String>,
 }
 
 /// The upstream MCP servers plan steps may call (`server: NAME`): the only

@@ -14,13 +14,12 @@ mod packs;
 mod plan;
 mod progress_bar;
 mod remote;
-#[cfg(feature = "plan")]
 mod remote_caller;
 mod runs;
 mod runs_remote;
 mod serve;
 mod tools;
-#[cfg_attr(not(feature = "plan"), allow(dead_code))]
+mod upstream_tools;
 mod upstreams;
 
 use std::process::ExitCode;
@@ -75,5 +74,6 @@ async fn run(args: cli::Args) -> anyhow::Result<Outcome> {
         #[cfg(feature = "plan")]
         cli::Command::Plan(cli::PlanCommand::Run(plan)) => plan::run(&data_dir, plan).await,
         cli::Command::Serve(serve) => serve::run(&data_dir, *serve).await,
+        cli::Command::Wrap(wrap) => serve::wrap(&data_dir, *wrap).await,
     }
 }

@@ -9,13 +9,16 @@
 //! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach the declared upstream servers through weir's client | `--upstream`, `--upstreams`, `--upstream-token-env` |
 //! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--root` (`--codeintel-root` is its alias) |
 //! | (always) | `weir-fixtures`, with `--fixtures` only | the conformance suite's tools and `stream` | `--fixtures` |
+//! | (always) | the declared upstreams' tools (`upstream_tools.rs`), as `NAME__tool` | each upstream tool; under `weir wrap`, the one upstream's by their own names and no pack | `--upstream`, `--upstreams`, `--upstream-token-env`; `weir wrap -- CMD…` |
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use weir_runtime::{Pack, Roots};
 
 use crate::cli::ServeArgs;
+use crate::remote_caller::ClientCaller;
 
 /// The directories callers may name: `--root` (or `WEIR_ROOTS`), else the
 /// directory weir started in.
@@ -30,13 +33,31 @@ pub(crate) fn roots(args: &ServeArgs) -> anyhow::Result<Roots> {
 
 /// The packs `args` asks for, built (each may probe the machine first).
 /// `data_dir` holds the runs' store: no pack may let a run see it.
-#[cfg_attr(not(feature = "exec"), allow(unused_variables))]
 pub(crate) async fn enabled(
     args: &ServeArgs,
     data_dir: &Path,
     roots: &Roots,
 ) -> anyhow::Result<Vec<Box<dyn Pack>>> {
+    // Read (and a bad declaration refused) whether or not a pack uses them.
+    let upstreams = crate::upstreams::Upstreams::from_args(&args.upstreams)?;
+    let caller = Arc::new(crate::remote_caller::ClientCaller::new(upstreams));
+    enabled_with(args, data_dir, roots, caller).await
+}
+
+/// [`enabled`], with the upstreams reached through `caller` (the plan
+/// pack's steps). `weir wrap` has no pack.
+#[cfg_attr(not(feature = "exec"), allow(unused_variables))]
+#[cfg_attr(not(feature = "plan"), allow(unused_variables))]
+pub(crate) async fn enabled_with(
+    args: &ServeArgs,
+    data_dir: &Path,
+    roots: &Roots,
+    caller: Arc<ClientCaller>,
+) -> anyhow::Result<Vec<Box<dyn Pack>>> {
     let mut packs: Vec<Box<dyn Pack>> = Vec::new();
+    if args.wrap {
+        return Ok(packs);
+    }
     if args.fixtures {
         packs.push(Box::new(weir_fixtures::FixturesPack));
     }
@@ -54,14 +75,8 @@ pub(crate) async fn enabled(
     }
     #[cfg(feature = "llmstxt")]
     packs.push(Box::new(llmstxt(&args.llm, roots)?));
-    // Read (and a bad declaration refused) whether or not a pack uses them.
-    let upstreams = crate::upstreams::Upstreams::from_args(&args.upstreams)?;
     #[cfg(feature = "plan")]
-    packs.push(Box::new(weir_pack_plan::PlanPack::new(Some(
-        std::sync::Arc::new(crate::remote_caller::ClientCaller::new(upstreams)),
-    ))));
-    #[cfg(not(feature = "plan"))]
-    drop(upstreams);
+    packs.push(Box::new(weir_pack_plan::PlanPack::new(Some(caller))));
     #[cfg(feature = "codeintel")]
     if !args.codeintel.no_codeintel {
         packs.push(Box::new(codeintel(args, data_dir, roots)));

@@ -12,12 +12,35 @@ use weir_mcp::{McpServer, ServerConfig, transport};
 use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig};
 use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
-use crate::cli::{DEFAULT_HTTP_ADDR, ServeArgs};
+use crate::cli::{DEFAULT_HTTP_ADDR, ServeArgs, WrapArgs};
 use crate::exit::Outcome;
 use crate::packs;
+use crate::remote_caller::ClientCaller;
 use crate::runs::DB_FILE;
+use crate::upstream_tools::{self, Naming};
+use crate::upstreams::Upstreams;
 
 pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outcome> {
+    let upstreams = Upstreams::from_args(&args.upstreams)?;
+    serve(data_dir, args, upstreams).await
+}
+
+/// `weir wrap`: `weir serve` (stdio unless --http) with the command as its
+/// one upstream, whose tools keep their names, and no pack of weir's.
+pub(crate) async fn wrap(data_dir: &Path, wrap: WrapArgs) -> anyhow::Result<Outcome> {
+    let WrapArgs { mut serve, command } = wrap;
+    if !Upstreams::from_args(&serve.upstreams)?.is_empty() {
+        anyhow::bail!(
+            "weir wrap serves one server, the command after `--`; to serve several, declare them to weir serve with --upstream or --upstreams"
+        );
+    }
+    serve.wrap = true;
+    serve.stdio = serve.http.is_none();
+    let upstreams = Upstreams::wrapped(&command)?;
+    self::serve(data_dir, serve, upstreams).await
+}
+
+async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow::Result<Outcome> {
     // Logs go to stderr: stdout may be the MCP channel.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -47,14 +70,32 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
     // Each pack's tools by its name, for the grants of a tokens file.
     let mut served = Vec::new();
     let roots = packs::roots(&args)?;
-    for pack in packs::enabled(&args, data_dir, &roots).await? {
+    let caller = Arc::new(ClientCaller::new(upstreams));
+    for pack in packs::enabled_with(&args, data_dir, &roots, caller.clone()).await? {
         if let Some(warning) = pack.warning() {
             eprintln!("weir: warning: {warning}");
         }
         let pack_tools = pack.tools();
         let names = pack_tools.iter().map(|tool| tool.info().name).collect();
-        served.push((pack.name(), names));
+        served.push((pack.name().to_owned(), names));
         tools.extend(pack_tools);
+    }
+    // The upstreams' tools, which may not shadow weir's (`upstream:NAME`
+    // in a tokens file's grants).
+    let naming = if args.wrap {
+        Naming::AsIs
+    } else {
+        Naming::Prefixed
+    };
+    let taken = tools
+        .iter()
+        .map(|tool| tool.info().name)
+        .chain(weir_mcp::builtin_tool_names())
+        .collect();
+    for (server, upstream) in upstream_tools::discover(&caller, naming, &taken).await {
+        let names = upstream.iter().map(|tool| tool.info().name).collect();
+        served.push((format!("upstream:{server}"), names));
+        tools.extend(upstream);
     }
     let config = SchedulerConfig {
         max_concurrent: args.max_concurrent,
@@ -90,6 +131,7 @@ pub(crate) async fn run(data_dir: &Path, args: ServeArgs) -> anyhow::Result<Outc
         scheduler
             .shutdown("the client closed stdin", Duration::from_secs(2))
             .await;
+        caller.close().await;
         return Ok(Outcome::Completed);
     }
     let addr = args
@@ -190,20 +232,19 @@ fn serve_node(node: &Membership, _scheduler: &Scheduler) {
 }
 
 /// What this server serves, by pack, for the grants of a tokens file:
-/// the packs' tools and weir's own (`runs`). The agent tools, which a line
+/// the packs' tools, each upstream's (`upstream:NAME`) and weir's own
+/// (`runs`). The agent tools, which a line
 /// without a grant does not get, are the critique pack's but
 /// `critique_status` (it starts nothing): a tool that pack adds later is
 /// held back until someone decides otherwise.
-fn served_tools(packs: Vec<(&'static str, Vec<String>)>) -> ServedTools {
+fn served_tools(packs: Vec<(String, Vec<String>)>) -> ServedTools {
     let mut served = ServedTools::default();
     for (pack, tools) in packs {
         if pack == "critique" {
             let agents = tools.iter().filter(|tool| *tool != "critique_status");
             served.agent_tools.extend(agents.cloned());
         }
-        served
-            .packs
-            .insert(pack.to_owned(), tools.into_iter().collect());
+        served.packs.insert(pack, tools.into_iter().collect());
     }
     let own = weir_mcp::builtin_tool_names().into_iter().collect();
     served.packs.insert("runs".to_owned(), own);

@@ -30,6 +30,10 @@ use crate::cli::UpstreamArgs;
 /// upstream.
 pub(crate) const WEIR_OWN: &[&str] = &["WEIR_TOKEN", "WEIR_REMOTE_TOKEN"];
 
+/// The name of `weir wrap`'s one upstream (in messages, and in a tokens
+/// file's `packs=upstream:wrapped`).
+pub(crate) const WRAPPED: &str = "wrapped";
+
 /// The declared upstreams, by name.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Upstreams {
@@ -78,6 +82,35 @@ impl Upstreams {
                 .with_context(|| format!("in --upstream-token-env {pair:?}"))?;
         }
         Ok(upstreams)
+    }
+
+    /// `weir wrap`'s one upstream, [`WRAPPED`]: `command` (a program and
+    /// its arguments, already split), started with weir's environment but
+    /// for weir's own credential. Unlike a declaration, the whole command
+    /// line is the user's own, as with any wrapper: a server that reads a
+    /// key from the environment the host gave weir still finds it.
+    pub(crate) fn wrapped(command: &[String]) -> anyhow::Result<Upstreams> {
+        let Some((program, args)) = command.split_first() else {
+            bail!("no command to wrap: write `weir wrap -- COMMAND ARGS…`");
+        };
+        let env = std::env::vars()
+            .filter(|(key, _)| !WEIR_OWN.contains(&key.as_str()))
+            .collect();
+        let mut upstreams = Upstreams::default();
+        upstreams.declare(
+            WRAPPED.to_owned(),
+            Upstream::Stdio {
+                program: program.clone(),
+                args: args.to_vec(),
+                env,
+            },
+        )?;
+        Ok(upstreams)
+    }
+
+    /// Whether no upstream is declared.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.servers.is_empty()
     }
 
     fn declare(&mut self, name: String, upstream: Upstream) -> anyhow::Result<()> {

@@ -134,6 +134,14 @@ impl Client {
         self.server.list_tools().await
     }
 
+    /// Every tool the server offers as it described it, JSON as sent (all
+    /// pages of `tools/list`; entries without a name left out): for a
+    /// proxy that passes a description on whole, with fields
+    /// [`ToolDescription`] does not type (`annotations`, `icons`, `_meta`).
+    pub async fn list_tools_json(&self) -> Result<Vec<Value>, ClientError> {
+        self.server.list_tools_json().await
+    }
+
     /// Calls `tool` with `arguments` (a JSON object); the stream yields what
     /// happens, ending with the result or an error. Dropping the stream
     /// before its end cancels the call on the server.

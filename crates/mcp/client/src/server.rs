@@ -237,6 +237,12 @@ impl Server {
     }
 
     pub(crate) async fn list_tools(&self) -> Result<Vec<ToolDescription>, ClientError> {
+        let listed = self.list_tools_json().await?;
+        Ok(listed.iter().filter_map(tool_from_wire).collect())
+    }
+
+    /// Every tool the server offers, as it described it (all pages).
+    pub(crate) async fn list_tools_json(&self) -> Result<Vec<Value>, ClientError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..TOOL_PAGES {
@@ -251,7 +257,12 @@ impl Server {
                     clip(&page)
                 ))
             })?;
-            tools.extend(listed.iter().filter_map(tool_from_wire));
+            tools.extend(
+                listed
+                    .iter()
+                    .filter(|tool| tool_from_wire(tool).is_some())
+                    .cloned(),
+            );
             cursor = page
                 .get("nextCursor")
                 .and_then(Value::as_str)

@@ -17,7 +17,8 @@ use crate::session::{Outbound, Session};
 use crate::state::ServerState;
 
 /// A tool as `tools/list` shows it; `streamingHint` is how a client learns
-/// that a tool streams (SEP-2998 draft annotation).
+/// that a tool streams (SEP-2998 draft annotation), added to the tool's own
+/// annotations.
 fn tool_json(info: &ToolInfo) -> Value {
     let mut tool = json!({
         "name": info.name,
@@ -25,11 +26,21 @@ fn tool_json(info: &ToolInfo) -> Value {
         "inputSchema": info.input_schema,
         "execution": { "taskSupport": "optional" },
     });
+    if let Some(title) = &info.title {
+        tool["title"] = title.clone().into();
+    }
     if let Some(output) = &info.output_schema {
         tool["outputSchema"] = output.clone();
     }
+    let mut annotations = match &info.annotations {
+        Some(Value::Object(given)) => given.clone(),
+        _ => serde_json::Map::new(),
+    };
     if info.streams {
-        tool["annotations"] = json!({ "streamingHint": true });
+        annotations.insert("streamingHint".into(), true.into());
+    }
+    if !annotations.is_empty() {
+        tool["annotations"] = Value::Object(annotations);
     }
     tool
 }
