@@ -33,3 +33,8 @@
 ; The whole statement, for resolving imports to files (kept apart from
 ; the symbols: see extract.rs).
 (use_declaration) @name @reference.importstatement
+
+; …and as the last segment of a longer path: `super::Config::new`,
+; `crate::config::Config::default`.
+((scoped_identifier path: (scoped_identifier name: (identifier) @name)) @reference.type
+    (#match? @name "^[A-Z]"))

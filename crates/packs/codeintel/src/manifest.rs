@@ -128,7 +128,10 @@ pub(crate) fn resolve(files: &[(String, Vec<u8>)]) -> Packages {
                     _ => None,
                 },
             };
-            if let Some(target) = target.filter(|t| *t != m.path) {
+            // A package may depend on itself (Cargo: a dev-dependency on
+            // its own path, for features its tests need): kept, as the
+            // build tool lists it.
+            if let Some(target) = target {
                 edges.insert((m.path.clone(), target.to_owned(), d.kind.to_owned()));
             }
         }

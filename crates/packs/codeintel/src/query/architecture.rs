@@ -217,7 +217,7 @@ pub(crate) fn get_architecture(
             other => Some(other.unit(manifest)),
         };
         if let (Some(from), Some(to)) = (place(from), place(to))
-            && from != to
+            && (from != to || granularity == Granularity::Package)
             && units.contains_key(&from)
             && units.contains_key(&to)
         {
