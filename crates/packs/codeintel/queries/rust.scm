@@ -38,3 +38,13 @@
 ; `crate::config::Config::default`.
 ((scoped_identifier path: (scoped_identifier name: (identifier) @name)) @reference.type
     (#match? @name "^[A-Z]"))
+
+; A path into another crate written out in the code (`weir_core::RunId`,
+; `weir_pack_exec::ExecPack::detect(..)`), which imports without a `use`:
+; kept with the import statements (the standard library's are left out).
+((scoped_identifier path: (identifier)) @name @reference.importstatement
+    (#match? @name "^[a-z_][a-z0-9_]*::")
+    (#not-match? @name "^(std|core|alloc)::"))
+((scoped_type_identifier path: (identifier)) @name @reference.importstatement
+    (#match? @name "^[a-z_][a-z0-9_]*::")
+    (#not-match? @name "^(std|core|alloc)::"))

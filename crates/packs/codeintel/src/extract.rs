@@ -104,10 +104,13 @@ pub(crate) fn extract(
             let line = tag.span.start.row as u32 + 1;
             let kind = config.syntax_type_name(tag.syntax_type_id);
             if kind == IMPORT_STATEMENT {
-                imports.push(Import {
-                    line,
-                    text: cut(name.trim_matches(['"', '\'', '`']), IMPORT_CHARS),
-                });
+                imports.push((
+                    tag.name_range.clone(),
+                    Import {
+                        line,
+                        text: cut(name.trim_matches(['"', '\'', '`']), IMPORT_CHARS),
+                    },
+                ));
                 continue;
             }
             let context_line = String::from_utf8_lossy(&source[tag.line_range.clone()]);
@@ -136,6 +139,16 @@ pub(crate) fn extract(
     // and a function): keep the first, which is the more specific pattern.
     let mut seen = HashSet::new();
     occurrences.retain(|o| seen.insert((o.line, o.column, o.is_def)));
+    // A path inside a `use` declaration is that declaration's: one import.
+    let imports = imports
+        .iter()
+        .filter(|(range, _)| {
+            !imports.iter().any(|(outer, _)| {
+                outer != range && outer.start <= range.start && range.end <= outer.end
+            })
+        })
+        .map(|(_, import)| import.clone())
+        .collect();
     Ok(Extracted {
         occurrences,
         imports,

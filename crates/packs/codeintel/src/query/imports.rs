@@ -201,10 +201,13 @@ pub(crate) fn use_paths(text: &str) -> Vec<Vec<String>> {
         .map(|l| l.split("//").next().unwrap_or_default())
         .collect::<Vec<_>>()
         .join(" ");
-    let Some(at) = text.find("use ") else {
-        return Vec::new();
+    // A `use` declaration, or a path written out in the code
+    // (`weir_core::RunId`), which names no `use`.
+    let tree = match text.find("use ") {
+        Some(at) => &text[at + 4..],
+        None => text.as_str(),
     };
-    let tree = text[at + 4..].trim().trim_end_matches(';').trim();
+    let tree = tree.trim().trim_end_matches(';').trim();
     let mut out = Vec::new();
     expand(Vec::new(), tree, &mut out);
     out
@@ -587,6 +590,10 @@ mod tests {
             ]
         );
         assert_eq!(use_paths("use ::std::io;")[0].join("::"), "std::io");
+        assert_eq!(
+            use_paths("weir_core::RunId")[0].join("::"),
+            "weir_core::RunId"
+        );
     }
 
     #[test]
