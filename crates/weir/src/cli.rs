@@ -335,6 +335,11 @@ pub(crate) struct ServeArgs {
     /// the run goes on [default: off].
     #[arg(long, value_name = "S")]
     pub(crate) defer_after: Option<u64>,
+    /// Seconds an upstream tool's call may report no progress before its
+    /// run sends a progress heartbeat (so a host whose timeout resets on
+    /// progress keeps waiting).
+    #[arg(long, value_name = "S", default_value_t = 15)]
+    pub(crate) upstream_heartbeat: u64,
     /// Set by `weir wrap`: the one upstream's tools under their own names,
     /// and no pack of weir's.
     #[arg(skip)]

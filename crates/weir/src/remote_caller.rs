@@ -293,8 +293,13 @@ fn call_failed(
 }
 
 fn failed(server: &str, error: &ClientError) -> RunError {
+    let again = if connection_lost(error) {
+        "; the next call connects to it again"
+    } else {
+        ""
+    };
     RunError::new(
         FailureCode::ToolError,
-        format!("calling the upstream {server}: {error}"),
+        format!("calling the upstream {server}: {error}{again}"),
     )
 }

@@ -92,7 +92,8 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
         .map(|tool| tool.info().name)
         .chain(weir_mcp::builtin_tool_names())
         .collect();
-    for (server, upstream) in upstream_tools::discover(&caller, naming, &taken).await {
+    let heartbeat = Duration::from_secs(args.upstream_heartbeat.max(1));
+    for (server, upstream) in upstream_tools::discover(&caller, naming, &taken, heartbeat).await {
         let names = upstream.iter().map(|tool| tool.info().name).collect();
         served.push((format!("upstream:{server}"), names));
         tools.extend(upstream);
@@ -118,6 +119,7 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
         ServerConfig {
             result_limit: args.result_limit,
             store: store.clone(),
+            defer_after: args.defer_after.map(Duration::from_secs),
             ..ServerConfig::default()
         },
     );

@@ -7,7 +7,7 @@
 //! the run's result; cancelling the run drops the call, which cancels it
 //! on the upstream (`notifications/cancelled`, or `tasks/cancel`). While
 //! the upstream reports no progress, the run sends a heartbeat every
-//! [`HEARTBEAT`], so that a host whose timeout resets on progress keeps
+//! `--upstream-heartbeat` (15 s), so that a host whose timeout resets on progress keeps
 //! waiting.
 //!
 //! The upstreams' tools are listed once, when weir starts: weir's tool
@@ -27,10 +27,6 @@ use weir_core::{Completed, EventKind, FailureCode, RunError};
 use weir_runtime::{Heartbeat, RemoteCaller, RunContext, Tool, ToolInfo};
 
 use crate::remote_caller::ClientCaller;
-
-/// How long an upstream call may report no progress before its run sends a
-/// heartbeat.
-pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// Between an upstream's name and its tool's, in the name weir serves.
 pub(crate) const SEPARATOR: &str = "__";
@@ -63,6 +59,7 @@ pub(crate) async fn discover(
     caller: &Arc<ClientCaller>,
     naming: Naming,
     taken: &BTreeSet<String>,
+    heartbeat: Duration,
 ) -> Vec<(String, Vec<Arc<dyn Tool>>)> {
     // Listed at once: an upstream slow to start (a first `npx` download,
     // one that never answers its handshake) holds up weir's start once,
@@ -91,7 +88,7 @@ pub(crate) async fn discover(
         };
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         for description in listed {
-            let Some(tool) = upstream_tool(caller, &server, &description, naming) else {
+            let Some(tool) = upstream_tool(caller, &server, &description, naming, heartbeat) else {
                 continue;
             };
             if !names.insert(tool.info.name.clone()) {
@@ -114,6 +111,7 @@ fn upstream_tool(
     server: &str,
     description: &Value,
     naming: Naming,
+    heartbeat: Duration,
 ) -> Option<UpstreamTool> {
     let text = |key: &str| description.get(key).and_then(Value::as_str);
     let tool = text("name")?.to_owned();
@@ -138,7 +136,7 @@ fn upstream_tool(
         server: server.to_owned(),
         tool,
         info,
-        heartbeat: HEARTBEAT,
+        heartbeat,
     })
 }
 

@@ -27,6 +27,11 @@ pub struct ServerConfig {
     pub store: String,
     /// `instructions` for clients.
     pub instructions: Option<String>,
+    /// Answer a call that is not a task once its run has gone this long,
+    /// with a result saying it is still working and how to wait for it
+    /// (`runs_wait`); the run goes on. For hosts that give up on a call
+    /// however much progress arrives. `None` (the default): never.
+    pub defer_after: Option<std::time::Duration>,
 }
 
 impl Default for ServerConfig {
@@ -38,6 +43,7 @@ impl Default for ServerConfig {
             max_message_bytes: 4 * 1024 * 1024,
             store: "memory".into(),
             instructions: None,
+            defer_after: None,
         }
     }
 }

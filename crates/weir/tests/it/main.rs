@@ -48,3 +48,6 @@ mod sec_llmstxt;
 #[cfg(feature = "plan")]
 mod sec_plan;
 mod sec_scopes;
+
+// Issue 26: existing MCP servers served as runs.
+mod wrap;

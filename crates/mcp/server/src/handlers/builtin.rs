@@ -3,6 +3,7 @@
 //! cancelled and read afterwards.
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -19,6 +20,11 @@ use crate::state::ServerState;
 const MAX_PAGE: u64 = 1000;
 /// Most bytes `runs_artifact` returns per page.
 const MAX_ARTIFACT_PAGE: u64 = 256 * 1024;
+/// How long `runs_wait` waits unless told: below the 60 s after which
+/// many hosts give up on a call.
+const DEFAULT_WAIT_S: f64 = 30.0;
+/// The longest `runs_wait` waits.
+const MAX_WAIT_S: f64 = 600.0;
 
 fn run_id_schema() -> Value {
     json!({ "type": "string", "description": "The run's id (the task id, for calls made as tasks)." })
@@ -174,6 +180,7 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                 &[],
             ),
         ),
+        runs_wait_tool(),
         tool(
             "get_status",
             "weir's version, protocol revisions, store, streaming capabilities and which tools stream.",
@@ -194,6 +201,80 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
         ),
     ]
 });
+
+/// `runs_wait`. It answers with the run's own result, whose
+/// `structuredContent` has the run's tool's shape, so it declares no
+/// `outputSchema` (a client would check every tool's result against it).
+fn runs_wait_tool() -> Value {
+    json!({
+        "name": "runs_wait",
+        "description": "Wait for a run to end and return its result (content, structuredContent, isError) as its tool would have. If it has not ended within timeout_s seconds, the answer says it is still working: call runs_wait again with the same run_id, or runs_cancel to stop it.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "run_id": run_id_schema(),
+                "timeout_s": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": MAX_WAIT_S as u64,
+                    "description": format!("How long to wait, in seconds (default {DEFAULT_WAIT_S}, at most {MAX_WAIT_S})."),
+                },
+            },
+            "required": ["run_id"],
+        },
+        "execution": { "taskSupport": "forbidden" },
+        "annotations": { "readOnlyHint": true },
+    })
+}
+
+/// `runs_wait`: the run's result once it has ended, or, after `timeout_s`,
+/// that it is still working. Following its log waits for the end.
+async fn wait(state: &ServerState, caller: &Caller, arguments: &Value) -> Result<Value, RpcError> {
+    let run_id = match run_id_arg(arguments) {
+        Ok(run_id) => run_id,
+        Err(message) => return Ok(tool_error(message)),
+    };
+    let log = state.scheduler.log();
+    let seen = log.get_run(&run_id).await.map_err(internal)?;
+    if !seen.is_some_and(|run| caller.sees(&run)) {
+        return Ok(tool_error(format!(
+            "no run {run_id}; list runs with runs_list"
+        )));
+    }
+    let wait_s = arguments
+        .get("timeout_s")
+        .and_then(Value::as_f64)
+        .unwrap_or(DEFAULT_WAIT_S)
+        .clamp(0.0, MAX_WAIT_S);
+    let waited = tokio::time::timeout(
+        Duration::from_secs_f64(wait_s),
+        crate::follow::final_result(state, &run_id),
+    )
+    .await;
+    if let Ok(result) = waited {
+        return result;
+    }
+    let run = log.get_run(&run_id).await.map_err(internal)?;
+    let run_state = run.map_or(RunState::Working, |run| run.state);
+    Ok(still_working(&run_id, run_state))
+}
+
+/// The answer about a run that has not ended: what it is doing and how to
+/// get its outcome. Also what a call deferred by `--defer-after` answers.
+pub(crate) fn still_working(run_id: &RunId, run_state: RunState) -> Value {
+    let text = format!(
+        "Run {run_id} is still working (state: {run_state}); it goes on without you. To get its result, call the runs_wait tool with {{\"run_id\": \"{run_id}\"}} (it waits up to timeout_s seconds, then says so again); to stop it, call runs_cancel."
+    );
+    json!({
+        "content": [{ "type": "text", "text": text }],
+        "structuredContent": {
+            "run_id": run_id,
+            "state": run_state,
+            "still_working": true,
+            "next": "runs_wait",
+        },
+    })
+}
 
 /// A successful answer: `value` as `structuredContent`, and the same JSON,
 /// pretty-printed, as text.
@@ -238,6 +319,9 @@ pub(crate) async fn call(
     let tool = TOOLS.iter().find(|tool| tool["name"] == name)?;
     if let Err(message) = weir_core::check_arguments(&tool["inputSchema"], arguments) {
         return Some(Ok(tool_error(format!("invalid arguments: {message}"))));
+    }
+    if name == "runs_wait" {
+        return Some(wait(state, caller, arguments).await);
     }
     Some(match answer(state, caller, name, arguments).await {
         Ok(Ok(value)) => Ok(structured(value)),

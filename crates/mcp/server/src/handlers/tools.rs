@@ -94,6 +94,23 @@ fn not_callable(state: &ServerState, caller: &Caller, name: &str) -> RpcError {
     RpcError::invalid_params(unknown.to_string())
 }
 
+/// The answer to a call deferred by `defer_after`: the run is still
+/// working, and how to get its outcome.
+async fn deferred(state: &ServerState, run_id: &weir_core::RunId) -> Result<Value, RpcError> {
+    let run = state
+        .scheduler
+        .log()
+        .get_run(run_id)
+        .await
+        .map_err(internal)?;
+    let run_state = run.map_or(weir_core::RunState::Working, |run| run.state);
+    if run_state.is_terminal() {
+        // It ended as the time ran out: its result is here.
+        return crate::follow::final_result(state, run_id).await;
+    }
+    Ok(builtin::still_working(run_id, run_state))
+}
+
 /// `tools/call`. Returns `None` when the client cancelled the call (no
 /// response is owed then).
 pub(crate) async fn call(
@@ -169,7 +186,19 @@ pub(crate) async fn call(
     }
     session.track_call(request_id, &run_id, scope);
     let questions = answering.then(|| (asked, session.clone()));
-    let followed = follow(state, &run_id, None, scope.clone(), out, questions).await;
+    let following = follow(state, &run_id, None, scope.clone(), out, questions);
+    let followed = match state.config.defer_after {
+        None => following.await,
+        Some(after) => match tokio::time::timeout(after, following).await {
+            Ok(followed) => followed,
+            Err(_) => {
+                // The call is answered; the run goes on, and is no longer
+                // this request's to cancel.
+                session.finish_call(request_id);
+                return deferred(state, &run_id).await.map(Some);
+            }
+        },
+    };
     let cancelled_by_client = session.finish_call(request_id);
     match followed {
         Ok(_) if cancelled_by_client => Ok(None),

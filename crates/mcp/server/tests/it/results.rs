@@ -82,7 +82,7 @@ fn example(name: &str, program_run: &str, working_run: &str) -> Value {
         "test_elicitation" => json!({"message": "who?"}),
         "json_schema_2020_12_tool" => json!({"name": "a", "email": "a@example.org"}),
         "runs_list" => json!({}),
-        "runs_get" | "runs_events" => json!({"run_id": program_run}),
+        "runs_get" | "runs_events" | "runs_wait" => json!({"run_id": program_run}),
         "runs_cancel" => json!({"run_id": working_run, "reason": "test"}),
         "runs_artifact" => json!({"run_id": program_run, "name": "stdout.txt"}),
         "get_status" => json!({}),

@@ -878,6 +878,28 @@ async fn session_tools_list() {
                     },
                     {
                       "annotations": {"readOnlyHint": true},
+                      "description": "Wait for a run to end and return its result (content, structuredContent, isError) as its tool would have. If it has not ended within timeout_s seconds, the answer says it is still working: call runs_wait again with the same run_id, or runs_cancel to stop it.",
+                      "execution": {"taskSupport": "forbidden"},
+                      "inputSchema": {
+                        "properties": {
+                          "run_id": {
+                            "description": "The run's id (the task id, for calls made as tasks).",
+                            "type": "string"
+                          },
+                          "timeout_s": {
+                            "description": "How long to wait, in seconds (default 30, at most 600).",
+                            "maximum": 600,
+                            "minimum": 0,
+                            "type": "number"
+                          }
+                        },
+                        "required": ["run_id"],
+                        "type": "object"
+                      },
+                      "name": "runs_wait"
+                    },
+                    {
+                      "annotations": {"readOnlyHint": true},
                       "description": "weir's version, protocol revisions, store, streaming capabilities and which tools stream.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {"properties": {}, "required": [], "type": "object"},
@@ -2375,6 +2397,28 @@ async fn stateless_tools_list() {
                         "required": ["artifact", "data", "done", "next_offset", "offset"],
                         "type": "object"
                       }
+                    },
+                    {
+                      "annotations": {"readOnlyHint": true},
+                      "description": "Wait for a run to end and return its result (content, structuredContent, isError) as its tool would have. If it has not ended within timeout_s seconds, the answer says it is still working: call runs_wait again with the same run_id, or runs_cancel to stop it.",
+                      "execution": {"taskSupport": "forbidden"},
+                      "inputSchema": {
+                        "properties": {
+                          "run_id": {
+                            "description": "The run's id (the task id, for calls made as tasks).",
+                            "type": "string"
+                          },
+                          "timeout_s": {
+                            "description": "How long to wait, in seconds (default 30, at most 600).",
+                            "maximum": 600,
+                            "minimum": 0,
+                            "type": "number"
+                          }
+                        },
+                        "required": ["run_id"],
+                        "type": "object"
+                      },
+                      "name": "runs_wait"
                     },
                     {
                       "annotations": {"readOnlyHint": true},

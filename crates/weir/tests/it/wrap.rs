@@ -1,0 +1,577 @@
+//! `weir wrap` and upstream tools served as runs (issue 26), through the
+//! real binary, around the real reference server
+//! (`@modelcontextprotocol/server-everything`, pinned in
+//! tests/third_party): its tools listed as its own, its long-running
+//! operation's progress, a heartbeat while it is quiet, cancel reaching
+//! it, its death ending the run once, `runs_wait` and `--defer-after`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+
+/// The reference server's entry point (run with `node ENTRY stdio`).
+fn everything_entry() -> PathBuf {
+    let entry = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../tests/third_party/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        entry.exists(),
+        "{} is missing: install it with `npm ci` in tests/third_party (scripts/test does)",
+        entry.display()
+    );
+    entry
+}
+
+/// An MCP server on the other end of a pipe, and this test as its client.
+struct Peer {
+    child: Child,
+    stdin: ChildStdin,
+    messages: mpsc::Receiver<Value>,
+    stderr: Arc<Mutex<String>>,
+    next_id: u64,
+}
+
+impl Peer {
+    /// Starts `program args…` and initializes a 2025-11-25 session.
+    fn start(program: &str, args: &[&str]) -> Peer {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (sender, messages) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if sender.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        let kept = Arc::new(Mutex::new(String::new()));
+        let keep = kept.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let mut kept = keep.lock().unwrap();
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
+        let mut peer = Peer {
+            child,
+            stdin,
+            messages,
+            stderr: kept,
+            next_id: 1,
+        };
+        let initialized = peer.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "weir-wrap-test", "version": "0"}
+            }),
+        );
+        assert!(
+            initialized["result"]["serverInfo"].is_object(),
+            "{initialized}"
+        );
+        peer.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        peer
+    }
+
+    /// `weir wrap OPTIONS -- node ENTRY stdio` (or another command).
+    fn wrap(options: &[&str], command: &[&str]) -> Peer {
+        let mut args = vec!["wrap"];
+        args.extend(options);
+        args.push("--");
+        args.extend(command);
+        Peer::start(WEIR, &args)
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn next(&self, within: Duration) -> Value {
+        self.messages.recv_timeout(within).unwrap_or_else(|_| {
+            panic!(
+                "no message within {within:?}; stderr: {}",
+                self.stderr.lock().unwrap()
+            )
+        })
+    }
+
+    /// Sends a request; returns its id.
+    fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// A request and its response (notifications meanwhile dropped).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.reply(id, Duration::from_secs(60)).1
+    }
+
+    /// Reads until the response to `id`: the notifications before it, then
+    /// the response.
+    fn reply(&mut self, id: u64, within: Duration) -> (Vec<Value>, Value) {
+        let until = Instant::now() + within;
+        let mut notes = Vec::new();
+        loop {
+            let message = self.next(until.saturating_duration_since(Instant::now()));
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                return (notes, message);
+            }
+            notes.push(message);
+        }
+    }
+
+    /// Starts a `tools/call` with a progress token `p{id}`; returns its id.
+    fn call(&mut self, tool: &str, arguments: Value) -> u64 {
+        let id = self.next_id;
+        self.send_request(
+            "tools/call",
+            json!({"name": tool, "arguments": arguments, "_meta": {"progressToken": format!("p{id}")}}),
+        )
+    }
+
+    /// A call of one of weir's own runs tools: its structured answer.
+    fn runs_tool(&mut self, tool: &str, arguments: Value) -> Value {
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        answer["result"].clone()
+    }
+
+    /// Every event of `run_id`, by `runs_events`.
+    fn events(&mut self, run_id: &str) -> Vec<Value> {
+        let page = self.runs_tool("runs_events", json!({"run_id": run_id, "limit": 1000}));
+        page["structuredContent"]["events"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{page}"))
+            .clone()
+    }
+
+    /// The newest run's id, by `runs_list`.
+    fn newest_run(&mut self) -> String {
+        let list = self.runs_tool("runs_list", json!({"limit": 1}));
+        list["structuredContent"]["runs"][0]["run_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{list}"))
+            .to_owned()
+    }
+
+    /// Waits for `run_id`'s state to be `wanted`.
+    fn await_state(&mut self, run_id: &str, wanted: &str) -> Value {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let run =
+                self.runs_tool("runs_get", json!({"run_id": run_id}))["structuredContent"]["run"]
+                    .clone();
+            if run["state"] == wanted {
+                return run;
+            }
+            assert!(Instant::now() < until, "never {wanted}: {run}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The terminal events of a run's log.
+fn terminal(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|event| event["type"].as_str().unwrap().to_owned())
+        .filter(|kind| matches!(kind.as_str(), "completed" | "failed" | "canceled"))
+        .collect()
+}
+
+/// The progress notifications among `notes`: (progress, total, message).
+fn progress(notes: &[Value]) -> Vec<(f64, Option<f64>, Option<String>)> {
+    notes
+        .iter()
+        .filter(|note| note["method"] == "notifications/progress")
+        .map(|note| {
+            let params = &note["params"];
+            (
+                params["progress"].as_f64().unwrap(),
+                params["total"].as_f64(),
+                params["message"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …; comm may hold spaces, so read after ')'.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid = after.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+#[test]
+fn tools_list_through_weir_wrap_is_the_upstreams_with_weirs_runs_tools() {
+    let entry = everything_entry();
+    let entry = entry.to_str().unwrap();
+    let mut direct = Peer::start("node", &[entry, "stdio"]);
+    let mut wrapped = Peer::wrap(&["--memory"], &["node", entry, "stdio"]);
+    let theirs = direct.request("tools/list", json!({}))["result"]["tools"].clone();
+    let ours = wrapped.request("tools/list", json!({}))["result"]["tools"].clone();
+    let (theirs, ours) = (theirs.as_array().unwrap(), ours.as_array().unwrap());
+    assert!(theirs.len() >= 10, "{theirs:?}");
+    for tool in theirs {
+        let name = &tool["name"];
+        let served = ours
+            .iter()
+            .find(|ours| &ours["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not served: {ours:?}"));
+        for field in [
+            "title",
+            "description",
+            "inputSchema",
+            "outputSchema",
+            "annotations",
+        ] {
+            assert_eq!(served.get(field), tool.get(field), "{name}: {field}");
+        }
+    }
+    // Beside them only weir's runs tools: none of its packs.
+    let mut extra: Vec<&str> = ours
+        .iter()
+        .filter(|ours| !theirs.iter().any(|tool| tool["name"] == ours["name"]))
+        .map(|ours| ours["name"].as_str().unwrap())
+        .collect();
+    extra.sort_unstable();
+    assert_eq!(
+        extra,
+        [
+            "get_status",
+            "runs_artifact",
+            "runs_cancel",
+            "runs_events",
+            "runs_get",
+            "runs_list",
+            "runs_wait"
+        ]
+    );
+}
+
+#[test]
+fn a_long_running_call_through_weir_wrap_streams_progress_and_its_run_keeps_it() {
+    let entry = everything_entry();
+    let entry = entry.to_str().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_str().unwrap();
+    let mut wrapped = Peer::wrap(&["--data-dir", dir], &["node", entry, "stdio"]);
+    let id = wrapped.call(
+        "trigger-long-running-operation",
+        json!({"duration": 2, "steps": 4}),
+    );
+    let (notes, answer) = wrapped.reply(id, Duration::from_secs(30));
+    let result = &answer["result"];
+    assert_eq!(
+        progress(&notes),
+        [1.0, 2.0, 3.0, 4.0].map(|step| (step, Some(4.0), None))
+    );
+    assert_eq!(result["isError"], Value::Null, "{result}");
+    assert_eq!(
+        result["content"][0]["text"],
+        "Long running operation completed. Duration: 2 seconds, Steps: 4."
+    );
+    // The run is weir's: completed, with the upstream's progress in its log.
+    let run_id = wrapped.newest_run();
+    let run = wrapped.await_state(&run_id, "completed");
+    assert_eq!(run["tool"], "trigger-long-running-operation");
+    let events = wrapped.events(&run_id);
+    let logged: Vec<f64> = events
+        .iter()
+        .filter(|event| event["type"] == "progress")
+        .map(|event| event["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(logged, [1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(terminal(&events), ["completed"]);
+    drop(wrapped);
+    // Kept in the data directory, for `weir runs` after weir has gone.
+    let shown = Command::new(WEIR)
+        .args(["--data-dir", dir, "runs", "show", &run_id])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("completed"), "{shown}");
+}
+
+#[test]
+fn a_quiet_upstream_call_gets_progress_heartbeats_that_a_progress_only_client_sees() {
+    let entry = everything_entry();
+    let entry = entry.to_str().unwrap();
+    let mut wrapped = Peer::wrap(
+        &["--memory", "--upstream-heartbeat", "1"],
+        &["node", entry, "stdio"],
+    );
+    // One step of 3.5 s: the upstream says nothing until the end.
+    let id = wrapped.call(
+        "trigger-long-running-operation",
+        json!({"duration": 3.5, "steps": 1}),
+    );
+    let (notes, answer) = wrapped.reply(id, Duration::from_secs(30));
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Long running operation completed")
+    );
+    let seen = progress(&notes);
+    let beats: Vec<_> = seen
+        .iter()
+        .filter(|(_, _, message)| {
+            message
+                .as_deref()
+                .is_some_and(|message| message.starts_with("still working"))
+        })
+        .collect();
+    assert!(beats.len() >= 2, "{seen:?}");
+    // Each above the last, as MCP wants, and the upstream's own last.
+    assert!(
+        seen.windows(2).all(|pair| pair[1].0 > pair[0].0),
+        "{seen:?}"
+    );
+    assert_eq!(seen.last().unwrap().0, 1.0, "{seen:?}");
+}
+
+#[test]
+fn cancel_from_the_client_reaches_the_upstream_and_ends_the_run_once() {
+    let entry = everything_entry();
+    let dir = tempfile::tempdir().unwrap();
+    let heard = dir.path().join("upstream-stdin.jsonl");
+    // What the upstream reads on its stdin, copied to a file on the way.
+    let command = format!(
+        "tee {} | exec node {} stdio",
+        heard.display(),
+        entry.display()
+    );
+    let mut wrapped = Peer::wrap(&["--memory"], &["sh", "-c", &command]);
+    let id = wrapped.call(
+        "trigger-long-running-operation",
+        json!({"duration": 30, "steps": 30}),
+    );
+    // Its first progress: the call is running on the upstream.
+    let first = wrapped.next(Duration::from_secs(20));
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    let run_id = wrapped.newest_run();
+    wrapped.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "the user pressed stop"}}));
+    wrapped.await_state(&run_id, "canceled");
+    let events = wrapped.events(&run_id);
+    assert_eq!(terminal(&events), ["canceled"]);
+    // The upstream was told, naming the request weir made of it.
+    let until = Instant::now() + Duration::from_secs(10);
+    let cancelled = loop {
+        let lines = std::fs::read_to_string(&heard).unwrap_or_default();
+        let cancelled: Vec<Value> = lines
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|message| message["method"] == "notifications/cancelled")
+            .collect();
+        if !cancelled.is_empty() || Instant::now() > until {
+            break (cancelled, lines);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (cancelled, lines) = cancelled;
+    assert_eq!(cancelled.len(), 1, "{lines}");
+    let asked: Vec<Value> = lines
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| {
+            message["method"] == "tools/call"
+                && message["params"]["name"] == "trigger-long-running-operation"
+        })
+        .map(|message| message["id"].clone())
+        .collect();
+    assert_eq!(
+        asked,
+        [cancelled[0]["params"]["requestId"].clone()],
+        "{lines}"
+    );
+    // The run stays canceled: one terminal event, however long we wait.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(terminal(&wrapped.events(&run_id)), ["canceled"]);
+}
+
+#[test]
+fn kill_9_of_the_upstream_mid_call_fails_the_run_once_and_the_next_call_starts_it_again() {
+    let entry = everything_entry();
+    let entry = entry.to_str().unwrap();
+    let mut wrapped = Peer::wrap(&["--memory"], &["node", entry, "stdio"]);
+    let id = wrapped.call(
+        "trigger-long-running-operation",
+        json!({"duration": 30, "steps": 30}),
+    );
+    let first = wrapped.next(Duration::from_secs(20));
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    let upstream = children(wrapped.child.id());
+    assert_eq!(upstream.len(), 1, "{upstream:?}");
+    let killed = Command::new("kill")
+        .args(["-9", &upstream[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let (_, answer) = wrapped.reply(id, Duration::from_secs(20));
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true, "{answer}");
+    let text = result["content"].to_string();
+    assert!(
+        text.contains("the upstream wrapped") && text.contains("exited"),
+        "{text}"
+    );
+    let run_id = wrapped.newest_run();
+    let events = wrapped.events(&run_id);
+    assert_eq!(terminal(&events), ["failed"]);
+    // The next call starts the server again.
+    let id = wrapped.call("echo", json!({"message": "again"}));
+    let (_, answer) = wrapped.reply(id, Duration::from_secs(30));
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "Echo: again",
+        "{answer}"
+    );
+    assert_eq!(terminal(&wrapped.events(&run_id)), ["failed"]);
+}
+
+#[test]
+fn runs_wait_returns_the_result_and_defer_after_answers_a_long_call_early() {
+    let entry = everything_entry();
+    let entry = entry.to_str().unwrap();
+    let mut wrapped = Peer::wrap(
+        &["--memory", "--defer-after", "1"],
+        &["node", entry, "stdio"],
+    );
+    let sent = Instant::now();
+    let id = wrapped.call(
+        "trigger-long-running-operation",
+        json!({"duration": 4, "steps": 2}),
+    );
+    let (_, answer) = wrapped.reply(id, Duration::from_secs(20));
+    let early = sent.elapsed();
+    assert!(early < Duration::from_secs(3), "{early:?}");
+    let deferred = &answer["result"];
+    assert_eq!(
+        deferred["structuredContent"]["still_working"], true,
+        "{answer}"
+    );
+    let run_id = deferred["structuredContent"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        deferred["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("runs_wait")
+    );
+    // A short wait: still working, said again.
+    let waited = wrapped.runs_tool("runs_wait", json!({"run_id": run_id, "timeout_s": 0.2}));
+    assert_eq!(
+        waited["structuredContent"]["still_working"], true,
+        "{waited}"
+    );
+    assert_eq!(waited["structuredContent"]["state"], "working", "{waited}");
+    // Long enough: the run's own result, as the tool gave it.
+    let waited = wrapped.runs_tool("runs_wait", json!({"run_id": run_id, "timeout_s": 30}));
+    assert_eq!(
+        waited["content"][0]["text"],
+        "Long running operation completed. Duration: 4 seconds, Steps: 2.",
+        "{waited}"
+    );
+    assert_eq!(waited["isError"], Value::Null);
+    assert_eq!(terminal(&wrapped.events(&run_id)), ["completed"]);
+    // An unknown run is a tool error.
+    let unknown = wrapped.runs_tool(
+        "runs_wait",
+        json!({"run_id": "01a21a4f11e4745bba7e5d2e5f9286a7"}),
+    );
+    assert_eq!(unknown["isError"], true, "{unknown}");
+}
+
+#[test]
+fn weir_serve_prefixes_upstream_tools_and_serves_on_when_one_does_not_start() {
+    let entry = everything_entry();
+    let everything = format!("everything=-- node {} stdio", entry.display());
+    let mut served = Peer::start(
+        WEIR,
+        &[
+            "serve",
+            "--stdio",
+            "--memory",
+            "--no-exec",
+            "--upstream",
+            &everything,
+            "--upstream",
+            "broken=-- /nonexistent/mcp-server",
+        ],
+    );
+    let tools = served.request("tools/list", json!({}))["result"]["tools"].clone();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"everything__get-sum"), "{names:?}");
+    assert!(!names.contains(&"get-sum"), "{names:?}");
+    assert!(!names.iter().any(|name| name.starts_with("broken__")));
+    let stderr = served.stderr();
+    assert!(
+        stderr.contains("the upstream broken is left out")
+            && stderr.contains("/nonexistent/mcp-server"),
+        "{stderr}"
+    );
+    let answer = served.request(
+        "tools/call",
+        json!({"name": "everything__get-sum", "arguments": {"a": 2, "b": 3}}),
+    );
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "The sum of 2 and 3 is 5.",
+        "{answer}"
+    );
+}
