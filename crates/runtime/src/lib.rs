@@ -85,6 +85,6 @@ pub use scheduler::{
     recover_interrupted,
 };
 pub use tool::{
-    OUTPUT_TRUNCATED, OUTPUT_URI, Pack, REDACTED, Redactor, SECRET_KEYWORD, Tool, ToolInfo,
+    Hints, OUTPUT_TRUNCATED, OUTPUT_URI, Pack, REDACTED, Redactor, SECRET_KEYWORD, Tool, ToolInfo,
     redact_value, with_streamed_fields,
 };

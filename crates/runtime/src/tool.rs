@@ -45,6 +45,36 @@ pub struct ToolInfo {
     pub annotations: Option<Value>,
 }
 
+/// What a tool does to the world it touches, as MCP's tool annotations
+/// say it (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
+/// `openWorldHint`). Hosts decide by them which calls need a person's
+/// approval: headless Codex, for one, refuses a tool that does not say it
+/// is read-only. Set with [`ToolInfo::with_hints`], all four at once, so
+/// none is left to a host's default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hints {
+    /// It changes nothing: it reads, or answers from weir's own records
+    /// (a cache it keeps up to date counts as reading).
+    pub read_only: bool,
+    /// It may delete or overwrite what was there, rather than only add.
+    pub destructive: bool,
+    /// Calling it again with the same arguments changes nothing more.
+    pub idempotent: bool,
+    /// It reaches beyond this machine's files and processes: the network,
+    /// a model's endpoint, another server.
+    pub open_world: bool,
+}
+
+impl Hints {
+    /// Reads this machine only: a query.
+    pub const READ_ONLY: Hints = Hints {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+}
+
 /// What marks a property of an input schema as a secret, besides JSON
 /// Schema's own `"writeOnly": true`: `"x-weir-secret": true`.
 pub const SECRET_KEYWORD: &str = "x-weir-secret";
@@ -174,6 +204,34 @@ impl ToolInfo {
             secret_fields: Vec::new(),
             annotations: None,
         }
+    }
+
+    /// Declares the tool's [`Hints`] in its annotations, beside any
+    /// annotation already there.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use weir_runtime::{Hints, ToolInfo};
+    /// let info = ToolInfo::new("look", "Looks.", json!({"type": "object"})).with_hints(Hints::READ_ONLY);
+    /// assert_eq!(info.annotations, Some(json!({
+    ///     "readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false,
+    /// })));
+    /// ```
+    pub fn with_hints(mut self, hints: Hints) -> ToolInfo {
+        let mut annotations = match self.annotations.take() {
+            Some(Value::Object(given)) => given,
+            _ => serde_json::Map::new(),
+        };
+        for (name, value) in [
+            ("readOnlyHint", hints.read_only),
+            ("destructiveHint", hints.destructive),
+            ("idempotentHint", hints.idempotent),
+            ("openWorldHint", hints.open_world),
+        ] {
+            annotations.insert(name.into(), value.into());
+        }
+        self.annotations = Some(Value::Object(annotations));
+        self
     }
 
     /// The values of these top-level argument fields are secrets (a
