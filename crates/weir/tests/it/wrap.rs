@@ -575,3 +575,39 @@ fn weir_serve_prefixes_upstream_tools_and_serves_on_when_one_does_not_start() {
         "{answer}"
     );
 }
+
+#[test]
+fn a_tokens_file_grants_an_upstreams_tools_as_the_pack_upstream_name() {
+    use std::os::unix::fs::PermissionsExt;
+    let entry = everything_entry();
+    let everything = format!("everything=-- node {} stdio", entry.display());
+    let dir = tempfile::tempdir().unwrap();
+    let start = |grant: &str| {
+        let tokens = dir.path().join("tokens");
+        std::fs::write(&tokens, format!("ci token:a-long-enough-token {grant}\n")).unwrap();
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+        Command::new(WEIR)
+            .args(["serve", "--http", "127.0.0.1:0", "--memory", "--no-exec"])
+            .args(["--upstream", &everything, "--tokens-file"])
+            .arg(&tokens)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // A pack of an upstream that is not declared stops weir at start.
+    let refused = start("packs=upstream:nowhere").wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        said.contains("upstream:nowhere") && said.contains("upstream:everything"),
+        "{said}"
+    );
+    // The declared one's is served.
+    let mut served = start("packs=upstream:everything,runs");
+    let mut lines = BufReader::new(served.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let _ = served.kill();
+    let _ = served.wait();
+    assert!(first.contains("serving MCP at"), "{first}");
+}
