@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, Content, FailureCode, RunError};
-use weir_runtime::{RunContext, Tool, ToolInfo};
+use weir_runtime::{Hints, RunContext, Tool, ToolInfo};
 
 use super::Shared;
 use super::args::{self, Execute, ExecuteArgs, ListArgs, ValidateArgs};
@@ -26,6 +26,14 @@ pub(crate) struct ExecuteCode(pub(crate) Arc<Shared>);
 pub(crate) struct ValidateCode(pub(crate) Arc<Shared>);
 /// `list_languages`.
 pub(crate) struct ListLanguages(pub(crate) Arc<Shared>);
+
+/// What a program run without the sandbox may do: anything its user can.
+const UNSANDBOXED: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: true,
+};
 
 /// One sentence on the sandbox, for tool descriptions.
 fn sandbox_sentence(isolation: &Isolation) -> String {
@@ -80,6 +88,17 @@ impl Tool for ExecuteCode {
                 schema["properties"][field]["description"] = description.into();
             }
         }
+        // In the sandbox a program changes nothing that outlives its run
+        // and reaches no network.
+        let mut info = info.with_hints(match pack.jail.isolation() {
+            Isolation::Bubblewrap(_) => Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+                open_world: false,
+            },
+            Isolation::None { .. } => UNSANDBOXED,
+        });
         info.streams = true;
         // The tool enforces the caller's timeout itself (and reports it);
         // this is the scheduler's backstop.
@@ -132,7 +151,12 @@ impl Tool for ValidateCode {
         }));
         info.timeout = Some(CHECK_TIMEOUT + Duration::from_secs(10));
         info.max_concurrent = Some(pack.config.max_concurrent);
-        info
+        // Checking runs the checker, never the program; but Perl's -c runs
+        // BEGIN blocks, which only the sandbox keeps from changing anything.
+        info.with_hints(match pack.jail.isolation() {
+            Isolation::Bubblewrap(_) => Hints::READ_ONLY,
+            Isolation::None { .. } => UNSANDBOXED,
+        })
     }
 
     async fn run(&self, _ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
@@ -227,7 +251,7 @@ impl Tool for ListLanguages {
             },
             "required": ["languages", "sandbox", "run_as", "workdir", "limits"]
         }));
-        info
+        info.with_hints(Hints::READ_ONLY)
     }
 
     async fn run(&self, _ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, RunError};
-use weir_runtime::{RunContext, Tool, ToolInfo};
+use weir_runtime::{Hints, RunContext, Tool, ToolInfo};
 
 use super::{answer, completed, open_repo, open_store, page_of, string};
 use crate::Shared;
@@ -47,7 +47,7 @@ impl Tool for Explore {
         );
         info.output_schema = Some(schemas::explore_summary());
         info.streams = true;
-        info
+        info.with_hints(Hints::READ_ONLY)
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
@@ -91,7 +91,7 @@ impl Tool for Understand {
         );
         info.output_schema = Some(schemas::understand_summary());
         info.streams = true;
-        info
+        info.with_hints(Hints::READ_ONLY)
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
@@ -143,7 +143,7 @@ impl Tool for PrepareChange {
         );
         info.output_schema = Some(schemas::prepare_change_summary());
         info.streams = true;
-        info
+        info.with_hints(Hints::READ_ONLY)
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, Content, FailureCode, Meta, Milestone, RunError};
-use weir_runtime::{RunContext, Tool, ToolInfo};
+use weir_runtime::{Hints, RunContext, Tool, ToolInfo};
 
 use crate::Shared;
 use crate::answer::{self, CancelOnDrop, Heartbeat, Page, Streamed, listing, parse_cursor};
@@ -272,7 +272,14 @@ impl Tool for IndexRepo {
         info.streams = true;
         info.timeout = Some(Duration::from_secs(3600));
         info.max_concurrent = Some(2);
-        info
+        // It writes weir's own index of the repository, never the
+        // repository; again, it finds nothing changed.
+        info.with_hints(Hints {
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        })
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
@@ -364,7 +371,7 @@ impl Tool for SearchSymbols {
         );
         info.output_schema = Some(schemas::search_summary());
         info.streams = true;
-        info
+        info.with_hints(Hints::READ_ONLY)
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
@@ -428,7 +435,7 @@ impl Tool for FindReferences {
         );
         info.output_schema = Some(schemas::references_summary());
         info.streams = true;
-        info
+        info.with_hints(Hints::READ_ONLY)
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
@@ -492,7 +499,7 @@ impl Tool for GetArchitecture {
         );
         info.output_schema = Some(schemas::architecture_summary());
         info.streams = true;
-        info
+        info.with_hints(Hints::READ_ONLY)
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
