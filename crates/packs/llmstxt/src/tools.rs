@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, Content, FailureCode, RunError};
-use weir_runtime::{Roots, RunContext, Tool, ToolInfo, open_beneath};
+use weir_runtime::{Hints, Roots, RunContext, Tool, ToolInfo, open_beneath};
 
 use crate::args::{self, Format, Subject};
 use crate::llm::ChatClient;
@@ -78,7 +78,15 @@ impl Tool for GenerateTool {
         info.timeout = Some(generate::TIMEOUT);
         // Each run reads a tree and may hold a model for minutes.
         info.max_concurrent = Some(4);
-        info
+        // It writes only its run's artifacts, but asks a model (or clones
+        // a repository) over the network, and a model answers differently
+        // each time.
+        info.with_hints(Hints {
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+            open_world: true,
+        })
     }
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
@@ -106,7 +114,7 @@ impl Tool for ValidateTool {
             },
             "required": ["valid", "format", "errors", "warnings"],
         }));
-        info
+        info.with_hints(Hints::READ_ONLY)
     }
 
     async fn run(&self, _ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {

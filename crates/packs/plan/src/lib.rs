@@ -87,7 +87,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, FailureCode, RunError};
-use weir_runtime::{Pack, Redactor, RemoteCaller, RunContext, Tool, ToolInfo};
+use weir_runtime::{Hints, Pack, Redactor, RemoteCaller, RunContext, Tool, ToolInfo};
 
 pub use plan::{
     Check, Checked, Condition, Conditions, MAX_ATTEMPTS, MAX_BACKOFF_MS, MAX_DEPTH, MAX_PLAN_BYTES,
@@ -176,7 +176,14 @@ impl Tool for PlanRun {
             "required": ["name", "outcome", "steps"]
         }));
         info.streams = true;
-        info
+        // Its steps may call any tool, here or upstream: it can do what
+        // the most powerful of them does.
+        info.with_hints(Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        })
     }
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
