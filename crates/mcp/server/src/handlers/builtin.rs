@@ -30,6 +30,17 @@ fn run_id_schema() -> Value {
     json!({ "type": "string", "description": "The run's id (the task id, for calls made as tasks)." })
 }
 
+/// The MCP hints of a tool of weir's own: each reads weir's records
+/// but `runs_cancel`, which ends a run for good (again, to no more effect).
+fn hints(read_only: bool) -> Value {
+    json!({
+        "readOnlyHint": read_only,
+        "destructiveHint": !read_only,
+        "idempotentHint": true,
+        "openWorldHint": false,
+    })
+}
+
 /// An object schema: `properties`, all of them `required` but `optional`.
 fn object(properties: Value, optional: &[&str]) -> Value {
     let required: Vec<&String> = properties
@@ -76,7 +87,7 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                 "inputSchema": { "type": "object", "properties": properties, "required": required },
                 "outputSchema": output,
                 "execution": { "taskSupport": "forbidden" },
-                "annotations": { "readOnlyHint": name != "runs_cancel" },
+                "annotations": hints(name != "runs_cancel"),
             })
         };
     let artifact = object(
@@ -223,7 +234,7 @@ fn runs_wait_tool() -> Value {
             "required": ["run_id"],
         },
         "execution": { "taskSupport": "forbidden" },
-        "annotations": { "readOnlyHint": true },
+        "annotations": hints(true),
     })
 }
 
