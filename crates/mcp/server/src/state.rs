@@ -32,6 +32,10 @@ pub struct ServerConfig {
     /// (`runs_wait`); the run goes on. For hosts that give up on a call
     /// however much progress arrives. `None` (the default): never.
     pub defer_after: Option<std::time::Duration>,
+    /// weir's own tools (`runs_*`, `get_status`) not served: absent from
+    /// `tools/list`, and a call of one is answered as a call of a tool
+    /// that does not exist. Empty by default.
+    pub hidden_tools: std::collections::BTreeSet<String>,
 }
 
 impl Default for ServerConfig {
@@ -44,6 +48,7 @@ impl Default for ServerConfig {
             store: "memory".into(),
             instructions: None,
             defer_after: None,
+            hidden_tools: std::collections::BTreeSet::new(),
         }
     }
 }

@@ -58,9 +58,9 @@ pub(crate) fn list(state: &ServerState, caller: &Caller) -> Value {
         builtin::TOOLS
             .iter()
             .filter(|tool| {
-                tool["name"]
-                    .as_str()
-                    .is_some_and(|name| caller.may_call(name))
+                tool["name"].as_str().is_some_and(|name| {
+                    caller.may_call(name) && !state.config.hidden_tools.contains(name)
+                })
             })
             .cloned(),
     );
@@ -127,7 +127,7 @@ pub(crate) async fn call(
         Some(object @ Value::Object(_)) => object.clone(),
         Some(_) => return Err(RpcError::invalid_params("\"arguments\" must be an object")),
     };
-    if !session.caller.may_call(&name) {
+    if !session.caller.may_call(&name) || state.config.hidden_tools.contains(&name) {
         return Err(not_callable(state, &session.caller, &name));
     }
     if let Some(result) = builtin::call(state, &session.caller, &name, &arguments).await {
