@@ -246,6 +246,15 @@ pub(crate) struct ServeArgs {
     /// Register the conformance and streaming fixtures (tools, resources, prompts).
     #[arg(long)]
     pub(crate) fixtures: bool,
+    /// Serve only these tools: tool names, pack names (exec, codeintel,
+    /// critique, llmstxt, plan, runs; fixtures, upstream:NAME) or
+    /// patterns with `*` (roast*), comma-separated [default: every tool].
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    pub(crate) tools: Vec<String>,
+    /// Leave these tools out: names as for --tools (--no-exec is
+    /// --no-tools exec).
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    pub(crate) no_tools: Vec<String>,
     /// A directory callers may name (repeatable; WEIR_ROOTS separates several by `:`): every path a
     /// tool argument names (a repository to index, an llms.txt source, an agent's working directory)
     /// must resolve inside one. Default: the directory weir serve starts in.
@@ -446,7 +455,7 @@ pub(crate) struct LlmArgs {
 #[cfg(feature = "codeintel")]
 #[derive(Debug, clap::Args)]
 pub(crate) struct CodeIntelArgs {
-    /// Do not register the code intelligence tools (index_repo, search_symbols, find_references, get_architecture, explore, understand, prepare_change).
+    /// Do not register the code intelligence tools (index_repo, search_symbols, find_references, get_architecture, explore, understand, prepare_change): --no-tools codeintel.
     #[arg(long)]
     pub(crate) no_codeintel: bool,
     /// Most tokens (bytes / 4) of items in a code intelligence answer's
@@ -477,7 +486,7 @@ pub(crate) struct IndexArgs {
 #[cfg(feature = "exec")]
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExecArgs {
-    /// Do not register the code execution tools (execute_code, validate_code, list_languages).
+    /// Do not register the code execution tools (execute_code, validate_code, list_languages): --no-tools exec.
     #[arg(long)]
     pub(crate) no_exec: bool,
     /// How execute_code isolates programs: auto (bubblewrap when it works
@@ -493,7 +502,7 @@ pub(crate) struct ExecArgs {
 #[cfg(feature = "critique")]
 #[derive(Debug, clap::Args)]
 pub(crate) struct CritiqueArgs {
-    /// Do not register the critique tools (roast, roast_*, agent_run, critique_status).
+    /// Do not register the critique tools (roast, agent_run, critique_status): --no-tools critique.
     #[arg(long)]
     pub(crate) no_critique: bool,
     /// The agents a roast runs when the call names none.

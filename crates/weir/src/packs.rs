@@ -1,21 +1,29 @@
 //! The tool packs this build registers: one function per pack, each behind
-//! the cargo feature of the same name (all on by default).
+//! the cargo feature of the same name (all on by default). `--tools` and
+//! `--no-tools` choose among every pack's tools, by tool or pack name
+//! (`selection.rs`); `--no-exec` and the like are `--no-tools PACK`.
 //!
 //! | feature | pack | tools | `weir serve` options |
 //! |---|---|---|---|
 //! | `exec` | `weir-pack-exec` | `execute_code`, `validate_code`, `list_languages` | `--no-exec`, `--exec-sandbox` |
-//! | `critique` | `weir-pack-critique` | `roast`, `roast_codebase`, `roast_architecture`, `roast_security`, `roast_idea`, `agent_run`, `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl`, `--root` |
+//! | `critique` | `weir-pack-critique` | `roast` (its `brief`: general, codebase, architecture, security, idea), `agent_run`, `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl`, `--root` |
 //! | `llmstxt` | `weir-pack-llmstxt` | `llmstxt_generate`, `llmstxt_validate` | `--llm-endpoint`, `--llm-model`, `--llm-api-key`, `--llm-timeout`, `--llm-idle-timeout`, `--llmstxt-clone-host`, `--root` |
 //! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach the declared upstream servers through weir's client | `--upstream`, `--upstreams`, `--upstream-token-env` |
 //! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--root` (`--codeintel-root` is its alias) |
+//! | (weir-mcp) | `runs` | `runs_list`, `runs_get`, `runs_events`, `runs_cancel`, `runs_artifact`, `runs_wait`, `get_status` | |
 //! | (always) | `weir-fixtures`, with `--fixtures` only | the conformance suite's tools and `stream` | `--fixtures` |
 //! | (always) | the declared upstreams' tools (`upstream_tools.rs`), as `NAME__tool` | each upstream tool; under `weir wrap`, the one upstream's by their own names and no pack | `--upstream`, `--upstreams`, `--upstream-token-env`; `weir wrap -- CMD…` |
+
+mod critique_hints;
+mod selection;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use weir_runtime::{Pack, Roots};
+
+pub(crate) use selection::{RUNS, Selection};
 
 use crate::cli::ServeArgs;
 use crate::remote_caller::ClientCaller;
@@ -58,27 +66,35 @@ pub(crate) async fn enabled_with(
     if args.wrap {
         return Ok(packs);
     }
-    if args.fixtures {
+    // --tools and --no-tools (and --no-exec…): no pack is built for
+    // nothing.
+    let selection = Selection::from_args(args);
+    if args.fixtures && selection.builds("fixtures") {
         packs.push(Box::new(weir_fixtures::FixturesPack));
     }
     #[cfg(feature = "exec")]
-    if !args.exec.no_exec {
+    if selection.builds("exec") {
         packs.push(Box::new(exec(&args.exec, data_dir).await?));
     }
     #[cfg(feature = "critique")]
-    if !args.critique.no_critique {
+    if selection.builds("critique") {
         // No agent works in or above weir's own data or credentials.
         let private = std::iter::once(data_dir.to_owned())
             .chain(args.tokens_file.clone())
             .collect();
-        packs.push(Box::new(critique(&args.critique, roots, private)?));
+        let pack = critique(&args.critique, roots, private)?;
+        packs.push(Box::new(critique_hints::Hinted(pack)));
     }
     #[cfg(feature = "llmstxt")]
-    packs.push(Box::new(llmstxt(&args.llm, roots)?));
+    if selection.builds("llmstxt") {
+        packs.push(Box::new(llmstxt(&args.llm, roots)?));
+    }
     #[cfg(feature = "plan")]
-    packs.push(Box::new(weir_pack_plan::PlanPack::new(Some(caller))));
+    if selection.builds("plan") {
+        packs.push(Box::new(weir_pack_plan::PlanPack::new(Some(caller))));
+    }
     #[cfg(feature = "codeintel")]
-    if !args.codeintel.no_codeintel {
+    if selection.builds("codeintel") {
         packs.push(Box::new(codeintel(args, data_dir, roots)));
     }
     Ok(packs)

@@ -69,14 +69,16 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
     let mut tools = Vec::new();
     // Each pack's tools by its name, for the grants of a tokens file.
     let mut served = Vec::new();
+    // Each pack's tools before --tools and --no-tools chose among them.
+    let selection = packs::Selection::from_args(&args);
+    let mut offered = vec![(packs::RUNS.to_owned(), weir_mcp::builtin_tool_names())];
     let roots = packs::roots(&args)?;
     let caller = Arc::new(ClientCaller::new(upstreams));
     for pack in packs::enabled_with(&args, data_dir, &roots, caller.clone()).await? {
         if let Some(warning) = pack.warning() {
             eprintln!("weir: warning: {warning}");
         }
-        let pack_tools = pack.tools();
-        let names = pack_tools.iter().map(|tool| tool.info().name).collect();
+        let (names, pack_tools) = select(&selection, pack.name(), pack.tools(), &mut offered);
         served.push((pack.name().to_owned(), names));
         tools.extend(pack_tools);
     }
@@ -94,10 +96,16 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
         .collect();
     let heartbeat = Duration::from_secs(args.upstream_heartbeat.max(1));
     for (server, upstream) in upstream_tools::discover(&caller, naming, &taken, heartbeat).await {
-        let names = upstream.iter().map(|tool| tool.info().name).collect();
-        served.push((format!("upstream:{server}"), names));
+        let pack = format!("upstream:{server}");
+        let (names, upstream) = select(&selection, &pack, upstream, &mut offered);
+        served.push((pack, names));
         tools.extend(upstream);
     }
+    selection.check(&offered)?;
+    let hidden_tools = weir_mcp::builtin_tool_names()
+        .into_iter()
+        .filter(|tool| !selection.serves(packs::RUNS, tool))
+        .collect();
     let config = SchedulerConfig {
         max_concurrent: args.max_concurrent,
         max_per_tool: args.max_concurrent,
@@ -120,6 +128,7 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
             result_limit: args.result_limit,
             store: store.clone(),
             defer_after: args.defer_after.map(Duration::from_secs),
+            hidden_tools,
             ..ServerConfig::default()
         },
     );
@@ -167,6 +176,25 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
     .await
     .with_context(|| format!("serving HTTP on {addr} (is the port in use? pick another with --http ADDR)"))?;
     Ok(Outcome::Completed)
+}
+
+/// Of `tools`, the pack `pack`'s, those `selection` serves, and their
+/// names; every one is recorded in `offered`, for
+/// [`packs::Selection::check`].
+fn select(
+    selection: &packs::Selection,
+    pack: &str,
+    tools: Vec<Arc<dyn weir_runtime::Tool>>,
+    offered: &mut Vec<(String, Vec<String>)>,
+) -> (Vec<String>, Vec<Arc<dyn weir_runtime::Tool>>) {
+    let all = tools.iter().map(|tool| tool.info().name).collect();
+    offered.push((pack.to_owned(), all));
+    let kept: Vec<_> = tools
+        .into_iter()
+        .filter(|tool| selection.serves(pack, &tool.info().name))
+        .collect();
+    let names = kept.iter().map(|tool| tool.info().name).collect();
+    (names, kept)
 }
 
 /// This node among those sharing a Redis: its lease, kept while it serves.
