@@ -49,18 +49,19 @@ pub(crate) fn check_model(field: &str, model: &str) -> Result<(), RunError> {
     weir_agents::check_name("model", model).map_err(|error| invalid(format!("{field}: {error}")))
 }
 
-/// What a preset asks the agents to do, and which input it needs.
+/// Who the agents are asked to be (`roast`'s `brief`), and which input
+/// that needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Preset {
-    /// `roast`: anything, on a path or content.
+    /// `general`: anything, on a path or content.
     General,
-    /// `roast_codebase`: a directory or file.
+    /// `codebase`: a directory or file.
     Codebase,
-    /// `roast_architecture`: a design, on a path or content.
+    /// `architecture`: a design, on a path or content.
     Architecture,
-    /// `roast_security`: a path or content, for vulnerabilities.
+    /// `security`: a path or content, for vulnerabilities.
     Security,
-    /// `roast_idea`: an idea, as content.
+    /// `idea`: an idea, as content.
     Idea,
 }
 
@@ -81,14 +82,19 @@ impl Preset {
         Preset::Idea,
     ];
 
-    pub(crate) fn tool_name(self) -> &'static str {
+    /// Its name as `brief` takes it.
+    pub(crate) fn name(self) -> &'static str {
         match self {
-            Preset::General => "roast",
-            Preset::Codebase => "roast_codebase",
-            Preset::Architecture => "roast_architecture",
-            Preset::Security => "roast_security",
-            Preset::Idea => "roast_idea",
+            Preset::General => "general",
+            Preset::Codebase => "codebase",
+            Preset::Architecture => "architecture",
+            Preset::Security => "security",
+            Preset::Idea => "idea",
         }
+    }
+
+    fn named(name: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|preset| preset.name() == name)
     }
 
     fn needs(self) -> Needs {
@@ -96,27 +102,6 @@ impl Preset {
             Preset::Codebase => Needs::Target,
             Preset::Idea => Needs::Content,
             _ => Needs::TargetOrContent,
-        }
-    }
-
-    /// What the tool does, for its description.
-    pub(crate) fn purpose(self) -> &'static str {
-        match self {
-            Preset::General => {
-                "Brutally honest critique of anything: a path (file or directory) or content"
-            }
-            Preset::Codebase => {
-                "Brutally honest review of a codebase (target: a directory or file): bugs, design, maintainability, tests"
-            }
-            Preset::Architecture => {
-                "Brutally honest review of an architecture or system design (target or content): scaling, failure modes, coupling, cost"
-            }
-            Preset::Security => {
-                "Adversarial security review (target or content): vulnerabilities, trust boundaries, secrets, injection, authz"
-            }
-            Preset::Idea => {
-                "Brutally honest critique of an idea or plan (content): feasibility, market, risks, what will go wrong"
-            }
         }
     }
 
@@ -142,10 +127,12 @@ impl Preset {
     }
 }
 
-/// A roast tool's arguments, as sent.
+/// `roast`'s arguments, as sent.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RoastArgs {
+    #[serde(default)]
+    brief: Option<String>,
     #[serde(default)]
     target: Option<String>,
     #[serde(default)]
@@ -188,6 +175,7 @@ pub(crate) enum Request {
 /// A critique to run.
 #[derive(Debug, PartialEq)]
 pub(crate) struct RunRequest {
+    pub(crate) preset: Preset,
     pub(crate) target: Option<PathBuf>,
     pub(crate) content: Option<String>,
     pub(crate) context: Option<String>,
@@ -210,14 +198,19 @@ pub(crate) struct Defaults<'a> {
     pub(crate) roots: &'a Roots,
 }
 
-/// Parses and checks a call of `preset`'s tool.
-pub(crate) fn parse(
-    preset: Preset,
-    arguments: Value,
-    defaults: &Defaults<'_>,
-) -> Result<Request, RunError> {
+/// Parses and checks a call of `roast`.
+pub(crate) fn parse(arguments: Value, defaults: &Defaults<'_>) -> Result<Request, RunError> {
     let args: RoastArgs = serde_json::from_value(arguments)
         .map_err(|error| invalid(format!("invalid arguments: {error}")))?;
+    let preset = match args.brief.as_deref() {
+        None => Preset::General,
+        Some(name) => Preset::named(name).ok_or_else(|| {
+            invalid(format!(
+                "brief: unknown brief {name:?}; known: {}",
+                Preset::ALL.map(Preset::name).join(", ")
+            ))
+        })?,
+    };
     let limit = match args.limit {
         Some(0) => {
             return Err(invalid(
@@ -286,21 +279,20 @@ pub(crate) fn parse(
     match (preset.needs(), &args.target, &args.content, resume) {
         (Needs::Target, None, _, false) => {
             return Err(invalid(format!(
-                "{} needs target: the directory or file to review",
-                preset.tool_name()
+                "brief {} needs target: the directory or file to review",
+                preset.name()
             )));
         }
         (Needs::Content, _, None, _) => {
             return Err(invalid(format!(
-                "{} needs content: the idea to critique",
-                preset.tool_name()
+                "brief {} needs content: the idea to critique",
+                preset.name()
             )));
         }
         (Needs::TargetOrContent, None, None, _) => {
-            return Err(invalid(format!(
-                "{} needs target (a path to review) or content (text to critique)",
-                preset.tool_name()
-            )));
+            return Err(invalid(
+                "roast needs target (a path to review) or content (text to critique)",
+            ));
         }
         _ => {}
     }
@@ -352,6 +344,7 @@ pub(crate) fn parse(
         None => None,
     };
     Ok(Request::Run(RunRequest {
+        preset,
         target,
         content: args.content,
         context: args.context,
@@ -363,29 +356,26 @@ pub(crate) fn parse(
     }))
 }
 
-/// The input schema of `preset`'s tool.
-pub(crate) fn roast_schema(preset: Preset) -> Value {
-    let required: &[&str] = match preset.needs() {
-        Needs::Content => &["content"],
-        Needs::Target | Needs::TargetOrContent => &[],
-    };
+/// `roast`'s input schema: what a model needs to call it, no more (the
+/// parser's messages say the rest).
+pub(crate) fn roast_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "target": {"type": "string", "description": "A file or directory on the server to review, inside the server's roots (`weir serve --root`): absolute, or relative to the first root. The agents run there (read-only by instruction)."},
-            "content": {"type": "string", "description": "Text to critique (an idea, a design, a diff), or with resume the follow-up.", "maxLength": MAX_CONTENT_BYTES},
-            "context": {"type": "string", "description": "Background the agents should know: goals, constraints, what to focus on.", "maxLength": MAX_CONTENT_BYTES},
-            "clis": {"type": "array", "items": {"type": "string", "enum": KNOWN_CLIS}, "minItems": 1, "uniqueItems": true, "description": "Which agents critique, in parallel; the server's configured set when absent."},
-            "models": {"type": "object", "additionalProperties": {"type": "string", "pattern": MODEL_PATTERN}, "description": "A model per CLI, e.g. {\"gemini\": \"gemini-2.5-flash\"}; else the server's choice or the CLI's default."},
-            "max_parallel": {"type": "integer", "minimum": 1, "description": "Most agents running at once (the server's limit caps it)."},
-            "context_id": {"type": "string", "description": "A report's id, from an earlier result: alone (with offset/limit) it pages that report; with resume it continues the critique."},
-            "resume": {"type": "boolean", "description": "Continue the critique of context_id with content as the follow-up; the agents see the earlier report."},
-            "offset": {"type": "integer", "minimum": 0, "description": "With context_id: where the page starts, in bytes of the report."},
+            "brief": {"type": "string", "enum": Preset::ALL.map(Preset::name), "default": "general", "description": "codebase needs target; idea, content."},
+            "target": {"type": "string", "description": "A path on the server (inside its roots) to review; the agents run there."},
+            "content": {"type": "string", "description": "Text to critique; with resume, the follow-up.", "maxLength": MAX_CONTENT_BYTES},
+            "context": {"type": "string", "description": "Background: goals, constraints, focus.", "maxLength": MAX_CONTENT_BYTES},
+            "clis": {"type": "array", "items": {"type": "string", "enum": KNOWN_CLIS}, "minItems": 1, "uniqueItems": true, "description": "Agents to run; default: the server's."},
+            "models": {"type": "object", "additionalProperties": {"type": "string", "pattern": MODEL_PATTERN}, "description": "A model per CLI."},
+            "max_parallel": {"type": "integer", "minimum": 1},
+            "context_id": {"type": "string", "description": "An earlier report: pages it, or continues it with resume."},
+            "resume": {"type": "boolean"},
+            "offset": {"type": "integer", "minimum": 0, "description": "With context_id: a byte offset."},
             "limit": {"type": "integer", "minimum": 1, "description": "Bytes of report per page."},
-            "cursor": {"type": "string", "description": "The next_cursor of an earlier result: the next page of its report."},
-            "refresh": {"type": "boolean", "description": "Run the agents even when the same critique is cached."}
+            "cursor": {"type": "string", "description": "An earlier result's next_cursor."},
+            "refresh": {"type": "boolean", "description": "Skip the cache."}
         },
-        "required": required,
         "additionalProperties": false
     })
 }
@@ -493,15 +483,22 @@ mod tests {
         }
     }
 
+    /// `arguments` with `brief` set to `preset`'s name.
+    fn briefed(preset: Preset, mut arguments: Value) -> Value {
+        arguments["brief"] = preset.name().into();
+        arguments
+    }
+
     fn error(preset: Preset, arguments: Value) -> String {
-        parse(preset, arguments, &defaults()).unwrap_err().message
+        parse(briefed(preset, arguments), &defaults())
+            .unwrap_err()
+            .message
     }
 
     #[test]
     fn a_run_takes_the_defaults_and_the_models() {
         let Request::Run(run) = parse(
-            Preset::Idea,
-            json!({"content": "a social network for cats", "models": {"gemini": "gemini-2.5-flash"}}),
+            json!({"brief": "idea", "content": "a social network for cats", "models": {"gemini": "gemini-2.5-flash"}}),
             &defaults(),
         )
         .unwrap() else {
@@ -515,13 +512,17 @@ mod tests {
             ]
         );
         assert_eq!((run.limit, run.refresh, run.resume), (100, false, None));
+        assert_eq!(run.preset, Preset::Idea);
+        let Request::Run(run) = parse(json!({"content": "x"}), &defaults()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(run.preset, Preset::General, "general is the default brief");
     }
 
     #[test]
     fn paging_by_context_id_or_cursor() {
         assert_eq!(
             parse(
-                Preset::General,
                 json!({"context_id": "c1", "offset": 5, "limit": 7}),
                 &defaults()
             )
@@ -533,7 +534,7 @@ mod tests {
             }
         );
         assert_eq!(
-            parse(Preset::General, json!({"cursor": "c1@40"}), &defaults()).unwrap(),
+            parse(json!({"cursor": "c1@40"}), &defaults()).unwrap(),
             Request::Page {
                 context_id: "c1".into(),
                 offset: 40,
@@ -544,7 +545,16 @@ mod tests {
 
     #[test]
     fn bad_calls_say_what_to_do() {
-        assert!(error(Preset::Codebase, json!({"content": "x"})).contains("needs target"));
+        assert!(
+            error(Preset::Codebase, json!({"content": "x"}))
+                .contains("brief codebase needs target")
+        );
+        assert!(
+            parse(json!({"brief": "roast_idea", "content": "x"}), &defaults())
+                .unwrap_err()
+                .message
+                .contains("unknown brief \"roast_idea\"; known: general, codebase")
+        );
         assert!(error(Preset::Idea, json!({})).contains("needs content"));
         assert!(error(Preset::General, json!({})).contains("target (a path to review) or content"));
         assert!(
@@ -581,21 +591,24 @@ mod tests {
         );
     }
 
-    /// The schema and the parser agree on what is required.
+    /// The schema and the parser agree on what is accepted.
     #[test]
-    fn schemas_match_the_parser() {
+    fn the_schema_matches_the_parser() {
+        let schema = roast_schema();
         for preset in Preset::ALL {
-            let schema = roast_schema(preset);
-            let required = schema["required"].as_array().unwrap();
-            assert_eq!(required.is_empty(), preset != Preset::Idea, "{preset:?}");
-            assert!(
-                weir_core::check_arguments(&schema, &json!({"content": "x", "clis": ["codex"]}))
-                    .is_ok()
+            let call = briefed(
+                preset,
+                json!({"content": "x", "target": "file.rs", "clis": ["codex"]}),
             );
-            assert!(
-                weir_core::check_arguments(&schema, &json!({"content": "x", "clis": ["vim"]}))
-                    .is_err()
-            );
+            assert!(weir_core::check_arguments(&schema, &call).is_ok(), "{call}");
+            assert!(parse(call, &defaults()).is_ok(), "{preset:?}");
+        }
+        for bad in [
+            json!({"content": "x", "clis": ["vim"]}),
+            json!({"content": "x", "brief": "roast_idea"}),
+        ] {
+            assert!(weir_core::check_arguments(&schema, &bad).is_err(), "{bad}");
+            assert!(parse(bad, &defaults()).is_err());
         }
     }
 
@@ -625,9 +638,11 @@ mod tests {
     #[test]
     fn paths_must_be_inside_the_roots() {
         let root = &roots().dirs()[0];
-        let Request::Run(run) =
-            parse(Preset::Codebase, json!({"target": "file.rs"}), &defaults()).unwrap()
-        else {
+        let Request::Run(run) = parse(
+            json!({"brief": "codebase", "target": "file.rs"}),
+            &defaults(),
+        )
+        .unwrap() else {
             panic!()
         };
         assert_eq!(run.target, Some(root.join("file.rs")));

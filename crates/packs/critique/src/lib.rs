@@ -1,6 +1,6 @@
-//! weir's critique pack: `roast` and its presets (`roast_codebase`,
-//! `roast_architecture`, `roast_security`, `roast_idea`), which fan one
-//! request out to several coding-agent CLIs at once; `agent_run`, which
+//! weir's critique pack: `roast`, which fans one request out to several
+//! coding-agent CLIs at once on a `brief` (`general`, the default;
+//! `codebase`, `architecture`, `security`, `idea`); `agent_run`, which
 //! drives one agent; and `critique_status`, the agents' circuit breakers.
 //!
 //! **For:** critique by real coding agents (Claude Code, Codex, the Gemini
@@ -13,7 +13,7 @@
 //!
 //! **A roast.** The agents named by `clis` (the configured set when absent)
 //! run in parallel, at most `max_parallel` at once, on the same prompt: the
-//! preset's brief, the `context`, then `content` or, for a `target`, the
+//! brief, the `context`, then `content` or, for a `target`, the
 //! path they run in. Each agent's text streams as `partial` events whose
 //! `group` is the agent (`claude`, `codex`, `gemini`), as it is typed.
 //! Progress milestones count steps — per agent *spawned*, *first output*,
@@ -75,7 +75,7 @@
 //! })
 //! .unwrap();
 //! let names: Vec<String> = pack.tools().iter().map(|tool| tool.info().name).collect();
-//! assert_eq!(names, ["roast", "roast_codebase", "roast_architecture", "roast_security", "roast_idea", "agent_run", "critique_status"]);
+//! assert_eq!(names, ["roast", "agent_run", "critique_status"]);
 //! assert!(CritiquePack::new(CritiqueConfig { clis: vec!["vim".into()], ..CritiqueConfig::default() }).is_err());
 //! ```
 #![warn(missing_docs)]
@@ -337,17 +337,52 @@ impl Pack for CritiquePack {
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        let mut tools: Vec<Arc<dyn Tool>> = args::Preset::ALL
-            .into_iter()
-            .map(|preset| {
-                Arc::new(roast::Roast {
-                    shared: self.shared.clone(),
-                    preset,
-                }) as Arc<dyn Tool>
+        vec![
+            Arc::new(roast::Roast(self.shared.clone())),
+            Arc::new(agent_run::AgentRun(self.shared.clone())),
+            Arc::new(status::CritiqueStatus(self.shared.clone())),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `roast` (one tool for every brief) costs a model well under 1,000
+    /// tokens in a tools/list: its entry's JSON under 3,200 bytes (about
+    /// four bytes a token).
+    #[test]
+    fn roast_is_one_lean_tool() {
+        let pack = CritiquePack::new(CritiqueConfig::default()).unwrap();
+        let tools = pack.tools();
+        let roasts: Vec<ToolInfoJson> = tools
+            .iter()
+            .map(|tool| tool.info())
+            .filter(|info| info.name.starts_with("roast"))
+            .map(|info| ToolInfoJson {
+                bytes: serde_json::json!({
+                    "name": info.name,
+                    "title": info.title,
+                    "description": info.description,
+                    "inputSchema": info.input_schema,
+                    "outputSchema": info.output_schema,
+                    "annotations": info.annotations,
+                })
+                .to_string()
+                .len(),
+                name: info.name,
             })
             .collect();
-        tools.push(Arc::new(agent_run::AgentRun(self.shared.clone())));
-        tools.push(Arc::new(status::CritiqueStatus(self.shared.clone())));
-        tools
+        assert_eq!(roasts.len(), 1, "{roasts:?}");
+        eprintln!("roast's tools/list entry: {} bytes", roasts[0].bytes);
+        assert!(roasts[0].bytes < 3200, "{roasts:?}");
+    }
+
+    #[derive(Debug)]
+    #[allow(dead_code)] // read by Debug, in the failure message
+    struct ToolInfoJson {
+        name: String,
+        bytes: usize,
     }
 }

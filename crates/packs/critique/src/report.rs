@@ -241,62 +241,47 @@ pub(crate) fn result(
     }
 }
 
-/// The output schema of the roast tools.
+/// `roast`'s output schema: the shape a client checks, the descriptions
+/// left to the tool's (each property's name says enough).
 pub(crate) fn output_schema() -> Value {
-    let severity = json!({"type": "string", "enum": ["critical", "high", "medium", "low", "info"]});
+    let integer = json!({"type": "integer"});
     json!({
         "type": "object",
         "properties": {
-            "context_id": {"type": "string", "description": "This report's id: page it (context_id with offset/limit, or cursor) or continue it (resume)."},
-            "cached": {"type": "boolean", "description": "Whether the report came from the cache (the same critique within the cache's time)."},
-            "rounds": {"type": "integer", "minimum": 1, "description": "1, plus one per resume."},
+            "context_id": {"type": "string"},
+            "cached": {"type": "boolean"},
+            "rounds": integer,
             "agents": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
                     "cli": {"type": "string"},
-                    "model": {"type": "string"},
                     "status": {"type": "string", "enum": ["ok", "failed", "missing", "timed_out", "breaker_open"]},
                     "error": {"type": "string"},
-                    "duration_ms": {"type": "integer"},
-                    "output_bytes": {"type": "integer"},
-                    "findings": {"type": "integer"},
-                    "usage": {"type": "object"},
-                    "cost_usd": {"type": "number"},
-                    "session_id": {"type": "string"},
-                    "breaker": {"type": "object", "properties": {
-                        "state": {"type": "string", "enum": ["closed", "open", "half_open"]},
-                        "consecutive_failures": {"type": "integer"},
-                        "retry_in_ms": {"type": "integer"}
-                    }, "required": ["state", "consecutive_failures"]}
+                    "setup": {"type": "string"}
                 },
-                "required": ["cli", "status", "duration_ms", "output_bytes", "findings", "breaker"]
+                "required": ["cli", "status"]
             }},
             "findings": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
                     "agent": {"type": "string"},
-                    "severity": severity,
-                    "category": {"type": "string"},
+                    "severity": {"type": "string", "enum": ["critical", "high", "medium", "low", "info"]},
                     "file": {"type": "string"},
-                    "line": {"type": "integer", "minimum": 0},
+                    "line": integer,
                     "text": {"type": "string"}
                 },
                 "required": ["agent", "severity", "text"]
             }},
-            "findings_by_severity": {"type": "object", "additionalProperties": {"type": "integer"}},
             "report": {
                 "type": "object",
-                "description": "A page of the whole report (markdown, each agent's section).",
                 "properties": {
-                    "offset": {"type": "integer"},
                     "text": {"type": "string"},
-                    "total_bytes": {"type": "integer"},
-                    "next_offset": {"type": ["integer", "null"]},
+                    "total_bytes": integer,
                     "next_cursor": {"type": ["string", "null"]}
                 },
-                "required": ["offset", "text", "total_bytes", "next_offset", "next_cursor"]
+                "required": ["text", "total_bytes", "next_cursor"]
             }
         },
-        "required": ["context_id", "cached", "rounds", "agents", "findings", "findings_by_severity", "report"]
+        "required": ["context_id", "cached", "rounds", "agents", "findings", "report"]
     })
 }

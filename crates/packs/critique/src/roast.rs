@@ -1,4 +1,4 @@
-//! `roast` and its presets: agents in parallel, streamed, then a report.
+//! `roast`: agents in parallel on one brief, streamed, then a report.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use weir_core::{Admission, Completed, Content, FailureCode, Meta, Milestone, Par
 use weir_runtime::{RunContext, Tool, ToolInfo};
 
 use crate::Shared;
-use crate::args::{self, Defaults, Preset, Request, RunRequest};
+use crate::args::{self, Defaults, Request, RunRequest};
 use crate::cache::canonical_hash;
 use crate::findings;
 use crate::report::{self, AgentFinding, AgentOutcome, Report, Shape, Status};
@@ -20,25 +20,21 @@ use crate::report::{self, AgentFinding, AgentOutcome, Report, Shape, Status};
 /// Most bytes of an earlier report put into a resumed critique's prompt.
 const MAX_PREVIOUS_BYTES: usize = 64 * 1024;
 
-/// One roast tool (`roast` or a preset).
-pub(crate) struct Roast {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) preset: Preset,
-}
+/// The `roast` tool.
+pub(crate) struct Roast(pub(crate) Arc<Shared>);
 
 #[async_trait]
 impl Tool for Roast {
     fn info(&self) -> ToolInfo {
-        let config = &self.shared.config;
+        let config = &self.0.config;
         let mut info = ToolInfo::new(
-            self.preset.tool_name(),
+            "roast",
             format!(
-                "{}, by several coding-agent CLIs in parallel (here: {}). Each agent's text streams as partial results grouped by agent; progress milestones (spawned, first output, done k/n, synthesizing) with an ETA. The result lists each agent's outcome (an agent that fails or is missing does not fail the call), the findings (severity, category, file:line, text) and the first page of the report: page on with context_id + offset/limit or the next_cursor; continue the critique with context_id + resume + content. Results are cached for {} s per identical call (refresh skips the cache).",
-                self.preset.purpose(),
+                "Brutally honest critique of a path (target) or text (content) by several coding-agent CLIs in parallel (here: {}); brief picks the reviewer. Each agent's text streams as it is typed. The result: each agent's outcome, the findings (severity, file:line), a page of the report (page on with cursor; follow up with context_id + resume + content). An agent that fails leaves the others' answers; isError when none answered, saying what to set up per agent. Cached {} s per identical call.",
                 config.clis.join(", "),
                 config.cache_ttl.as_secs(),
             ),
-            args::roast_schema(self.preset),
+            args::roast_schema(),
         );
         info.output_schema = Some(report::output_schema());
         info.streams = true;
@@ -50,13 +46,13 @@ impl Tool for Roast {
     }
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
-        let shared = &self.shared;
+        let shared = &self.0;
         let defaults = Defaults {
             clis: &shared.config.clis,
             page_bytes: shared.config.page_bytes,
             roots: &shared.roots,
         };
-        match args::parse(self.preset, arguments, &defaults)? {
+        match args::parse(arguments, &defaults)? {
             Request::Page {
                 context_id,
                 offset,
@@ -122,7 +118,7 @@ impl Steps {
 
 impl Roast {
     async fn critique(&self, ctx: &RunContext, request: RunRequest) -> Result<Completed, RunError> {
-        let shared = &self.shared;
+        let shared = &self.0;
         let previous = match &request.resume {
             Some(context_id) => Some(stored(shared, context_id)?),
             None => None,
@@ -138,7 +134,7 @@ impl Roast {
             })
             .collect();
         let cache_key = canonical_hash(&json!({
-            "tool": self.preset.tool_name(),
+            "brief": request.preset.name(),
             "target": request.target,
             "content": request.content,
             "context": request.context,
@@ -183,7 +179,7 @@ impl Roast {
             }
             None => shared.check_work_dir(crate::DEFAULT_DIR, &cwd)?,
         }
-        let prompt = prompt(self.preset, &request, previous.as_deref());
+        let prompt = prompt(&request, previous.as_deref());
         let parallel = request
             .max_parallel
             .unwrap_or(shared.config.max_parallel)
@@ -311,9 +307,9 @@ fn working_dir(target: Option<&Path>, default: &Path) -> PathBuf {
 
 /// The agents' prompt: the preset's brief, how to write findings, then the
 /// context, the earlier report (when resuming) and the work.
-fn prompt(preset: Preset, request: &RunRequest, previous: Option<&Report>) -> String {
+fn prompt(request: &RunRequest, previous: Option<&Report>) -> String {
     let mut prompt = String::new();
-    prompt.push_str(preset.brief());
+    prompt.push_str(request.preset.brief());
     prompt.push_str(
         "\n\nDo not modify any file. Report every problem as a markdown list item, one per finding, in this form:\n\
          - [SEVERITY] (category) path/to/file:line — what is wrong and why it matters\n\
@@ -619,6 +615,7 @@ fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::Preset;
 
     #[test]
     fn judging_outcomes() {
@@ -658,6 +655,7 @@ mod tests {
     #[test]
     fn the_prompt_asks_for_the_finding_format_and_carries_the_work() {
         let request = RunRequest {
+            preset: Preset::Idea,
             target: None,
             content: Some("a todo app on the blockchain".into()),
             context: Some("for a seed round".into()),
@@ -667,7 +665,7 @@ mod tests {
             limit: 10,
             refresh: false,
         };
-        let text = prompt(Preset::Idea, &request, None);
+        let text = prompt(&request, None);
         assert!(text.starts_with("You are a skeptical investor"));
         assert!(text.contains("- [SEVERITY] (category) path/to/file:line"));
         assert!(text.contains("for a seed round"));

@@ -525,8 +525,8 @@ async fn a_failing_model_opens_its_breaker_and_the_others_finish() {
 
     let (_, first) = server
         .result(
-            "roast_idea",
-            json!({"content": "an idea", "clis": ["claude", "codex", "gemini"]}),
+            "roast",
+            json!({"brief": "idea", "content": "an idea", "clis": ["claude", "codex", "gemini"]}),
         )
         .await;
     let claude = agent(&first, "claude");
@@ -545,8 +545,8 @@ async fn a_failing_model_opens_its_breaker_and_the_others_finish() {
     // The breaker is open: claude is skipped, its model not asked again.
     let (_, second) = server
         .result(
-            "roast_idea",
-            json!({"content": "another idea", "clis": ["claude", "codex", "gemini"]}),
+            "roast",
+            json!({"brief": "idea", "content": "another idea", "clis": ["claude", "codex", "gemini"]}),
         )
         .await;
     let claude = agent(&second, "claude");
@@ -589,8 +589,8 @@ async fn a_cli_missing_from_path_is_a_clear_per_agent_error() {
     let server = scene.serve(&fakes, &[]);
     let (_, result) = server
         .result(
-            "roast_codebase",
-            json!({"target": target, "clis": ["claude", "codex"]}),
+            "roast",
+            json!({"brief": "codebase", "target": target, "clis": ["claude", "codex"]}),
         )
         .await;
     let codex = agent(&result, "codex");

@@ -306,8 +306,8 @@ async fn finding_3_an_agent_cwd_outside_the_roots_is_refused_and_no_agent_starts
     // A roast's target is a path too.
     let error = server
         .refused(
-            "roast_codebase",
-            json!({"target": secret, "clis": ["claude"]}),
+            "roast",
+            json!({"brief": "codebase", "target": secret, "clis": ["claude"]}),
         )
         .await;
     assert!(
@@ -316,8 +316,8 @@ async fn finding_3_an_agent_cwd_outside_the_roots_is_refused_and_no_agent_starts
     );
     let error = server
         .refused(
-            "roast_security",
-            json!({"target": format!("{secret}/tokens"), "clis": ["claude"]}),
+            "roast",
+            json!({"brief": "security", "target": format!("{secret}/tokens"), "clis": ["claude"]}),
         )
         .await;
     assert!(error.contains("is outside"), "{error}");
@@ -362,8 +362,8 @@ async fn finding_3_an_agent_never_works_in_or_above_the_data_directory() {
     assert!(error.contains("default working directory"), "{error}");
     let error = server
         .refused(
-            "roast_codebase",
-            json!({"target": data, "clis": ["claude"]}),
+            "roast",
+            json!({"brief": "codebase", "target": data, "clis": ["claude"]}),
         )
         .await;
     assert!(error.contains("target: an agent working in"), "{error}");
@@ -478,8 +478,8 @@ async fn finding_6_a_gemini_prompt_or_model_that_reads_like_a_flag_never_is_one(
             json!({"cli": "gemini", "prompt": "hi", "model": "--yolo"}),
         ),
         (
-            "roast_idea",
-            json!({"content": "an idea", "clis": ["gemini"], "models": {"gemini": "--yolo"}}),
+            "roast",
+            json!({"brief": "idea", "content": "an idea", "clis": ["gemini"], "models": {"gemini": "--yolo"}}),
         ),
     ] {
         let error = server.refused(tool, arguments).await;

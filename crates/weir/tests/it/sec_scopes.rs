@@ -220,14 +220,7 @@ fn scoped_server(dir: &Path) -> Server {
         .unwrap_or_else(|stderr| panic!("weir serve did not start: {stderr}"))
 }
 
-const AGENT_TOOLS: [&str; 6] = [
-    "agent_run",
-    "roast",
-    "roast_codebase",
-    "roast_architecture",
-    "roast_security",
-    "roast_idea",
-];
+const AGENT_TOOLS: [&str; 2] = ["agent_run", "roast"];
 
 #[cfg(feature = "codeintel")]
 #[test]
