@@ -49,5 +49,8 @@ mod sec_llmstxt;
 mod sec_plan;
 mod sec_scopes;
 
+// Issue 24, findings 5 and 9: the tool list's hints, choice and size.
+mod tool_list;
+
 // Issue 26: existing MCP servers served as runs.
 mod wrap;
