@@ -27,7 +27,7 @@ const DEFAULT_WAIT_S: f64 = 30.0;
 const MAX_WAIT_S: f64 = 600.0;
 
 fn run_id_schema() -> Value {
-    json!({ "type": "string", "description": "The run's id (the task id, for calls made as tasks)." })
+    json!({ "type": "string", "description": "The run's id (a task's id)." })
 }
 
 /// The MCP hints of a tool of weir's own: each reads weir's records
@@ -54,19 +54,19 @@ fn object(properties: Value, optional: &[&str]) -> Value {
 
 /// A run's summary (`RunSummary` as JSON), in `runs_list` and `runs_get`.
 fn run_schema() -> Value {
-    let ts = |what: &str| json!({ "type": "integer", "minimum": 0, "description": format!("When {what}, Unix milliseconds.") });
+    let ts = || json!({ "type": "integer", "minimum": 0, "description": "Unix ms." });
     object(
         json!({
             "run_id": run_id_schema(),
-            "tool": { "type": "string", "description": "The tool the run executes." },
-            "arguments": { "description": "The arguments it was called with." },
-            "node": { "type": "string", "description": "The node executing it." },
+            "tool": { "type": "string" },
+            "arguments": {},
+            "node": { "type": "string" },
             "state": { "type": "string", "description": "pending, working, input_required, completed, failed or canceled." },
-            "events": { "type": "integer", "minimum": 0, "description": "Events in its log: the next seq." },
-            "created_ts": ts("it was accepted"),
-            "updated_ts": ts("its last event was written"),
-            "finished_ts": { "type": ["integer", "null"], "minimum": 0, "description": "When its terminal event was written, Unix milliseconds; null while it runs." },
-            "owner": { "type": "string", "description": "The name of the credential that started it; absent when the server has no credentials." },
+            "events": { "type": "integer", "minimum": 0, "description": "Events in its log." },
+            "created_ts": ts(),
+            "updated_ts": ts(),
+            "finished_ts": { "type": ["integer", "null"], "minimum": 0, "description": "Unix ms; null while it runs." },
+            "owner": { "type": "string", "description": "The credential that started it." },
         }),
         &["owner"],
     )
@@ -103,9 +103,9 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
     let event = object(
         json!({
             "run_id": run_id_schema(),
-            "seq": { "type": "integer", "minimum": 0, "description": "Position in the run's log, dense from 0." },
-            "ts": { "type": "integer", "minimum": 0, "description": "When it was written, Unix milliseconds." },
-            "type": { "type": "string", "description": "started, meta, progress, log, partial, artifact, warning, then completed, failed or canceled; the other fields are those of the type." },
+            "seq": { "type": "integer", "minimum": 0 },
+            "ts": { "type": "integer", "minimum": 0 },
+            "type": { "type": "string", "description": "started, progress, log, partial, …, then completed, failed or canceled." },
         }),
         &[],
     );
@@ -126,14 +126,14 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
         ),
         tool(
             "runs_get",
-            "Show one run: tool, arguments (secret values redacted), state, event count, timing.",
+            "One run: tool, arguments (secrets redacted), state, timing.",
             json!({ "run_id": run_id_schema() }),
             &["run_id"],
             object(json!({ "run": run_schema() }), &[]),
         ),
         tool(
             "runs_events",
-            "Read a page of a run's events from a sequence number (use next_seq to continue).",
+            "A page of a run's events from seq `from` (continue at next_seq).",
             json!({
                 "run_id": run_id_schema(),
                 "from": { "type": "integer", "minimum": 0 },
@@ -145,8 +145,8 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                     "run_id": run_id_schema(),
                     "state": run_schema()["properties"]["state"].clone(),
                     "events": { "type": "array", "items": event },
-                    "next_seq": { "type": "integer", "minimum": 0, "description": "Where the next page starts." },
-                    "done": { "type": "boolean", "description": "Whether the run has ended and this page reached its end." },
+                    "next_seq": { "type": "integer", "minimum": 0 },
+                    "done": { "type": "boolean", "description": "The run ended and this page reached its end." },
                 }),
                 &[],
             ),
@@ -159,7 +159,7 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
             object(
                 json!({
                     "run_id": run_id_schema(),
-                    "cancelled": { "type": "boolean", "description": "Whether this node was executing or holding the run, and cancelled it." },
+                    "cancelled": { "type": "boolean" },
                 }),
                 &[],
             ),
@@ -178,12 +178,12 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                 json!({
                     "artifact": artifact,
                     "offset": { "type": "integer", "minimum": 0 },
-                    "next_offset": { "type": "integer", "minimum": 0, "description": "Where the next page starts." },
-                    "done": { "type": "boolean", "description": "Whether this page reached the end of the file." },
+                    "next_offset": { "type": "integer", "minimum": 0 },
+                    "done": { "type": "boolean" },
                     "data": object(
                         json!({
-                            "text": { "type": "string", "description": "The page, when it is UTF-8." },
-                            "base64": { "type": "string", "description": "The page in standard, padded base64, when it is not UTF-8." },
+                            "text": { "type": "string", "description": "When UTF-8." },
+                            "base64": { "type": "string", "description": "When not UTF-8." },
                         }),
                         &["text", "base64"],
                     ),
@@ -203,9 +203,9 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                     "version": { "type": "string" },
                     "protocolVersions": { "type": "array", "items": { "type": "string" } },
                     "store": { "type": "string" },
-                    "queued": { "type": "integer", "minimum": 0, "description": "Runs waiting for a slot now." },
-                    "streaming": { "type": "object", "description": "How a client can follow a run: progress, partial results, tasks, SSE, resuming." },
-                    "streamingTools": { "type": "array", "items": { "type": "string" }, "description": "The tools that stream partial results." },
+                    "queued": { "type": "integer", "minimum": 0 },
+                    "streaming": { "type": "object" },
+                    "streamingTools": { "type": "array", "items": { "type": "string" } },
                 }),
                 &[],
             ),
@@ -219,7 +219,7 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
 fn runs_wait_tool() -> Value {
     json!({
         "name": "runs_wait",
-        "description": "Wait for a run to end and return its result (content, structuredContent, isError) as its tool would have. If it has not ended within timeout_s seconds, the answer says it is still working: call runs_wait again with the same run_id, or runs_cancel to stop it.",
+        "description": "Wait for a run to end and return its result as its tool would have; if it has not ended within timeout_s, says so: call again, or runs_cancel.",
         "inputSchema": {
             "type": "object",
             "properties": {
@@ -228,7 +228,7 @@ fn runs_wait_tool() -> Value {
                     "type": "number",
                     "minimum": 0,
                     "maximum": MAX_WAIT_S as u64,
-                    "description": format!("How long to wait, in seconds (default {DEFAULT_WAIT_S}, at most {MAX_WAIT_S})."),
+                    "description": format!("Seconds (default {DEFAULT_WAIT_S})."),
                 },
             },
             "required": ["run_id"],

@@ -570,7 +570,12 @@ async fn session_tools_list() {
                       "name": "test_tool_with_progress"
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
                       "description": "List recent runs (tool calls), newest first, with their state.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
@@ -591,41 +596,23 @@ async fn session_tools_list() {
                           "runs": {
                             "items": {
                               "properties": {
-                                "arguments": {"description": "The arguments it was called with."},
-                                "created_ts": {
-                                  "description": "When it was accepted, Unix milliseconds.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                },
-                                "events": {
-                                  "description": "Events in its log: the next seq.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                },
+                                "arguments": {},
+                                "created_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"},
+                                "events": {"description": "Events in its log.", "minimum": 0, "type": "integer"},
                                 "finished_ts": {
-                                  "description": "When its terminal event was written, Unix milliseconds; null while it runs.",
+                                  "description": "Unix ms; null while it runs.",
                                   "minimum": 0,
                                   "type": ["integer", "null"]
                                 },
-                                "node": {"description": "The node executing it.", "type": "string"},
-                                "owner": {
-                                  "description": "The name of the credential that started it; absent when the server has no credentials.",
-                                  "type": "string"
-                                },
-                                "run_id": {
-                                  "description": "The run's id (the task id, for calls made as tasks).",
-                                  "type": "string"
-                                },
+                                "node": {"type": "string"},
+                                "owner": {"description": "The credential that started it.", "type": "string"},
+                                "run_id": {"description": "The run's id (a task's id).", "type": "string"},
                                 "state": {
                                   "description": "pending, working, input_required, completed, failed or canceled.",
                                   "type": "string"
                                 },
-                                "tool": {"description": "The tool the run executes.", "type": "string"},
-                                "updated_ts": {
-                                  "description": "When its last event was written, Unix milliseconds.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                }
+                                "tool": {"type": "string"},
+                                "updated_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"}
                               },
                               "required": [
                                 "arguments",
@@ -648,15 +635,17 @@ async fn session_tools_list() {
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
-                      "description": "Show one run: tool, arguments (secret values redacted), state, event count, timing.",
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
+                      "description": "One run: tool, arguments (secrets redacted), state, timing.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["run_id"],
                         "type": "object"
@@ -666,41 +655,23 @@ async fn session_tools_list() {
                         "properties": {
                           "run": {
                             "properties": {
-                              "arguments": {"description": "The arguments it was called with."},
-                              "created_ts": {
-                                "description": "When it was accepted, Unix milliseconds.",
-                                "minimum": 0,
-                                "type": "integer"
-                              },
-                              "events": {
-                                "description": "Events in its log: the next seq.",
-                                "minimum": 0,
-                                "type": "integer"
-                              },
+                              "arguments": {},
+                              "created_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"},
+                              "events": {"description": "Events in its log.", "minimum": 0, "type": "integer"},
                               "finished_ts": {
-                                "description": "When its terminal event was written, Unix milliseconds; null while it runs.",
+                                "description": "Unix ms; null while it runs.",
                                 "minimum": 0,
                                 "type": ["integer", "null"]
                               },
-                              "node": {"description": "The node executing it.", "type": "string"},
-                              "owner": {
-                                "description": "The name of the credential that started it; absent when the server has no credentials.",
-                                "type": "string"
-                              },
-                              "run_id": {
-                                "description": "The run's id (the task id, for calls made as tasks).",
-                                "type": "string"
-                              },
+                              "node": {"type": "string"},
+                              "owner": {"description": "The credential that started it.", "type": "string"},
+                              "run_id": {"description": "The run's id (a task's id).", "type": "string"},
                               "state": {
                                 "description": "pending, working, input_required, completed, failed or canceled.",
                                 "type": "string"
                               },
-                              "tool": {"description": "The tool the run executes.", "type": "string"},
-                              "updated_ts": {
-                                "description": "When its last event was written, Unix milliseconds.",
-                                "minimum": 0,
-                                "type": "integer"
-                              }
+                              "tool": {"type": "string"},
+                              "updated_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"}
                             },
                             "required": [
                               "arguments",
@@ -721,17 +692,19 @@ async fn session_tools_list() {
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
-                      "description": "Read a page of a run's events from a sequence number (use next_seq to continue).",
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
+                      "description": "A page of a run's events from seq `from` (continue at next_seq).",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
                           "from": {"minimum": 0, "type": "integer"},
                           "limit": {"maximum": 1000, "minimum": 1, "type": "integer"},
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["run_id"],
                         "type": "object"
@@ -740,28 +713,17 @@ async fn session_tools_list() {
                       "outputSchema": {
                         "properties": {
                           "done": {
-                            "description": "Whether the run has ended and this page reached its end.",
+                            "description": "The run ended and this page reached its end.",
                             "type": "boolean"
                           },
                           "events": {
                             "items": {
                               "properties": {
-                                "run_id": {
-                                  "description": "The run's id (the task id, for calls made as tasks).",
-                                  "type": "string"
-                                },
-                                "seq": {
-                                  "description": "Position in the run's log, dense from 0.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                },
-                                "ts": {
-                                  "description": "When it was written, Unix milliseconds.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                },
+                                "run_id": {"description": "The run's id (a task's id).", "type": "string"},
+                                "seq": {"minimum": 0, "type": "integer"},
+                                "ts": {"minimum": 0, "type": "integer"},
                                 "type": {
-                                  "description": "started, meta, progress, log, partial, artifact, warning, then completed, failed or canceled; the other fields are those of the type.",
+                                  "description": "started, progress, log, partial, …, then completed, failed or canceled.",
                                   "type": "string"
                                 }
                               },
@@ -770,15 +732,8 @@ async fn session_tools_list() {
                             },
                             "type": "array"
                           },
-                          "next_seq": {
-                            "description": "Where the next page starts.",
-                            "minimum": 0,
-                            "type": "integer"
-                          },
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          },
+                          "next_seq": {"minimum": 0, "type": "integer"},
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"},
                           "state": {
                             "description": "pending, working, input_required, completed, failed or canceled.",
                             "type": "string"
@@ -789,16 +744,18 @@ async fn session_tools_list() {
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": false},
+                      "annotations": {
+                        "destructiveHint": true,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": false
+                      },
                       "description": "Cancel a run that is still going; it ends as canceled.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
                           "reason": {"type": "string"},
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["run_id"],
                         "type": "object"
@@ -806,21 +763,20 @@ async fn session_tools_list() {
                       "name": "runs_cancel",
                       "outputSchema": {
                         "properties": {
-                          "cancelled": {
-                            "description": "Whether this node was executing or holding the run, and cancelled it.",
-                            "type": "boolean"
-                          },
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "cancelled": {"type": "boolean"},
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["cancelled", "run_id"],
                         "type": "object"
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
                       "description": "Read a page of bytes of a file a run produced.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
@@ -828,10 +784,7 @@ async fn session_tools_list() {
                           "length": {"maximum": 262144, "minimum": 1, "type": "integer"},
                           "name": {"type": "string"},
                           "offset": {"minimum": 0, "type": "integer"},
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["run_id", "name"],
                         "type": "object"
@@ -852,24 +805,14 @@ async fn session_tools_list() {
                           },
                           "data": {
                             "properties": {
-                              "base64": {
-                                "description": "The page in standard, padded base64, when it is not UTF-8.",
-                                "type": "string"
-                              },
-                              "text": {"description": "The page, when it is UTF-8.", "type": "string"}
+                              "base64": {"description": "When not UTF-8.", "type": "string"},
+                              "text": {"description": "When UTF-8.", "type": "string"}
                             },
                             "required": [],
                             "type": "object"
                           },
-                          "done": {
-                            "description": "Whether this page reached the end of the file.",
-                            "type": "boolean"
-                          },
-                          "next_offset": {
-                            "description": "Where the next page starts.",
-                            "minimum": 0,
-                            "type": "integer"
-                          },
+                          "done": {"type": "boolean"},
+                          "next_offset": {"minimum": 0, "type": "integer"},
                           "offset": {"minimum": 0, "type": "integer"}
                         },
                         "required": ["artifact", "data", "done", "next_offset", "offset"],
@@ -877,17 +820,19 @@ async fn session_tools_list() {
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
-                      "description": "Wait for a run to end and return its result (content, structuredContent, isError) as its tool would have. If it has not ended within timeout_s seconds, the answer says it is still working: call runs_wait again with the same run_id, or runs_cancel to stop it.",
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
+                      "description": "Wait for a run to end and return its result as its tool would have; if it has not ended within timeout_s, says so: call again, or runs_cancel.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          },
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"},
                           "timeout_s": {
-                            "description": "How long to wait, in seconds (default 30, at most 600).",
+                            "description": "Seconds (default 30).",
                             "maximum": 600,
                             "minimum": 0,
                             "type": "number"
@@ -899,7 +844,12 @@ async fn session_tools_list() {
                       "name": "runs_wait"
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
                       "description": "weir's version, protocol revisions, store, streaming capabilities and which tools stream.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {"properties": {}, "required": [], "type": "object"},
@@ -908,21 +858,10 @@ async fn session_tools_list() {
                         "properties": {
                           "name": {"type": "string"},
                           "protocolVersions": {"items": {"type": "string"}, "type": "array"},
-                          "queued": {
-                            "description": "Runs waiting for a slot now.",
-                            "minimum": 0,
-                            "type": "integer"
-                          },
+                          "queued": {"minimum": 0, "type": "integer"},
                           "store": {"type": "string"},
-                          "streaming": {
-                            "description": "How a client can follow a run: progress, partial results, tasks, SSE, resuming.",
-                            "type": "object"
-                          },
-                          "streamingTools": {
-                            "description": "The tools that stream partial results.",
-                            "items": {"type": "string"},
-                            "type": "array"
-                          },
+                          "streaming": {"type": "object"},
+                          "streamingTools": {"items": {"type": "string"}, "type": "array"},
                           "version": {"type": "string"}
                         },
                         "required": [
@@ -2092,7 +2031,12 @@ async fn stateless_tools_list() {
                       "name": "test_tool_with_progress"
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
                       "description": "List recent runs (tool calls), newest first, with their state.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
@@ -2113,41 +2057,23 @@ async fn stateless_tools_list() {
                           "runs": {
                             "items": {
                               "properties": {
-                                "arguments": {"description": "The arguments it was called with."},
-                                "created_ts": {
-                                  "description": "When it was accepted, Unix milliseconds.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                },
-                                "events": {
-                                  "description": "Events in its log: the next seq.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                },
+                                "arguments": {},
+                                "created_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"},
+                                "events": {"description": "Events in its log.", "minimum": 0, "type": "integer"},
                                 "finished_ts": {
-                                  "description": "When its terminal event was written, Unix milliseconds; null while it runs.",
+                                  "description": "Unix ms; null while it runs.",
                                   "minimum": 0,
                                   "type": ["integer", "null"]
                                 },
-                                "node": {"description": "The node executing it.", "type": "string"},
-                                "owner": {
-                                  "description": "The name of the credential that started it; absent when the server has no credentials.",
-                                  "type": "string"
-                                },
-                                "run_id": {
-                                  "description": "The run's id (the task id, for calls made as tasks).",
-                                  "type": "string"
-                                },
+                                "node": {"type": "string"},
+                                "owner": {"description": "The credential that started it.", "type": "string"},
+                                "run_id": {"description": "The run's id (a task's id).", "type": "string"},
                                 "state": {
                                   "description": "pending, working, input_required, completed, failed or canceled.",
                                   "type": "string"
                                 },
-                                "tool": {"description": "The tool the run executes.", "type": "string"},
-                                "updated_ts": {
-                                  "description": "When its last event was written, Unix milliseconds.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                }
+                                "tool": {"type": "string"},
+                                "updated_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"}
                               },
                               "required": [
                                 "arguments",
@@ -2170,15 +2096,17 @@ async fn stateless_tools_list() {
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
-                      "description": "Show one run: tool, arguments (secret values redacted), state, event count, timing.",
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
+                      "description": "One run: tool, arguments (secrets redacted), state, timing.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["run_id"],
                         "type": "object"
@@ -2188,41 +2116,23 @@ async fn stateless_tools_list() {
                         "properties": {
                           "run": {
                             "properties": {
-                              "arguments": {"description": "The arguments it was called with."},
-                              "created_ts": {
-                                "description": "When it was accepted, Unix milliseconds.",
-                                "minimum": 0,
-                                "type": "integer"
-                              },
-                              "events": {
-                                "description": "Events in its log: the next seq.",
-                                "minimum": 0,
-                                "type": "integer"
-                              },
+                              "arguments": {},
+                              "created_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"},
+                              "events": {"description": "Events in its log.", "minimum": 0, "type": "integer"},
                               "finished_ts": {
-                                "description": "When its terminal event was written, Unix milliseconds; null while it runs.",
+                                "description": "Unix ms; null while it runs.",
                                 "minimum": 0,
                                 "type": ["integer", "null"]
                               },
-                              "node": {"description": "The node executing it.", "type": "string"},
-                              "owner": {
-                                "description": "The name of the credential that started it; absent when the server has no credentials.",
-                                "type": "string"
-                              },
-                              "run_id": {
-                                "description": "The run's id (the task id, for calls made as tasks).",
-                                "type": "string"
-                              },
+                              "node": {"type": "string"},
+                              "owner": {"description": "The credential that started it.", "type": "string"},
+                              "run_id": {"description": "The run's id (a task's id).", "type": "string"},
                               "state": {
                                 "description": "pending, working, input_required, completed, failed or canceled.",
                                 "type": "string"
                               },
-                              "tool": {"description": "The tool the run executes.", "type": "string"},
-                              "updated_ts": {
-                                "description": "When its last event was written, Unix milliseconds.",
-                                "minimum": 0,
-                                "type": "integer"
-                              }
+                              "tool": {"type": "string"},
+                              "updated_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"}
                             },
                             "required": [
                               "arguments",
@@ -2243,17 +2153,19 @@ async fn stateless_tools_list() {
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
-                      "description": "Read a page of a run's events from a sequence number (use next_seq to continue).",
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
+                      "description": "A page of a run's events from seq `from` (continue at next_seq).",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
                           "from": {"minimum": 0, "type": "integer"},
                           "limit": {"maximum": 1000, "minimum": 1, "type": "integer"},
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["run_id"],
                         "type": "object"
@@ -2262,28 +2174,17 @@ async fn stateless_tools_list() {
                       "outputSchema": {
                         "properties": {
                           "done": {
-                            "description": "Whether the run has ended and this page reached its end.",
+                            "description": "The run ended and this page reached its end.",
                             "type": "boolean"
                           },
                           "events": {
                             "items": {
                               "properties": {
-                                "run_id": {
-                                  "description": "The run's id (the task id, for calls made as tasks).",
-                                  "type": "string"
-                                },
-                                "seq": {
-                                  "description": "Position in the run's log, dense from 0.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                },
-                                "ts": {
-                                  "description": "When it was written, Unix milliseconds.",
-                                  "minimum": 0,
-                                  "type": "integer"
-                                },
+                                "run_id": {"description": "The run's id (a task's id).", "type": "string"},
+                                "seq": {"minimum": 0, "type": "integer"},
+                                "ts": {"minimum": 0, "type": "integer"},
                                 "type": {
-                                  "description": "started, meta, progress, log, partial, artifact, warning, then completed, failed or canceled; the other fields are those of the type.",
+                                  "description": "started, progress, log, partial, …, then completed, failed or canceled.",
                                   "type": "string"
                                 }
                               },
@@ -2292,15 +2193,8 @@ async fn stateless_tools_list() {
                             },
                             "type": "array"
                           },
-                          "next_seq": {
-                            "description": "Where the next page starts.",
-                            "minimum": 0,
-                            "type": "integer"
-                          },
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          },
+                          "next_seq": {"minimum": 0, "type": "integer"},
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"},
                           "state": {
                             "description": "pending, working, input_required, completed, failed or canceled.",
                             "type": "string"
@@ -2311,16 +2205,18 @@ async fn stateless_tools_list() {
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": false},
+                      "annotations": {
+                        "destructiveHint": true,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": false
+                      },
                       "description": "Cancel a run that is still going; it ends as canceled.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
                           "reason": {"type": "string"},
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["run_id"],
                         "type": "object"
@@ -2328,21 +2224,20 @@ async fn stateless_tools_list() {
                       "name": "runs_cancel",
                       "outputSchema": {
                         "properties": {
-                          "cancelled": {
-                            "description": "Whether this node was executing or holding the run, and cancelled it.",
-                            "type": "boolean"
-                          },
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "cancelled": {"type": "boolean"},
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["cancelled", "run_id"],
                         "type": "object"
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
                       "description": "Read a page of bytes of a file a run produced.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
@@ -2350,10 +2245,7 @@ async fn stateless_tools_list() {
                           "length": {"maximum": 262144, "minimum": 1, "type": "integer"},
                           "name": {"type": "string"},
                           "offset": {"minimum": 0, "type": "integer"},
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          }
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
                         },
                         "required": ["run_id", "name"],
                         "type": "object"
@@ -2374,24 +2266,14 @@ async fn stateless_tools_list() {
                           },
                           "data": {
                             "properties": {
-                              "base64": {
-                                "description": "The page in standard, padded base64, when it is not UTF-8.",
-                                "type": "string"
-                              },
-                              "text": {"description": "The page, when it is UTF-8.", "type": "string"}
+                              "base64": {"description": "When not UTF-8.", "type": "string"},
+                              "text": {"description": "When UTF-8.", "type": "string"}
                             },
                             "required": [],
                             "type": "object"
                           },
-                          "done": {
-                            "description": "Whether this page reached the end of the file.",
-                            "type": "boolean"
-                          },
-                          "next_offset": {
-                            "description": "Where the next page starts.",
-                            "minimum": 0,
-                            "type": "integer"
-                          },
+                          "done": {"type": "boolean"},
+                          "next_offset": {"minimum": 0, "type": "integer"},
                           "offset": {"minimum": 0, "type": "integer"}
                         },
                         "required": ["artifact", "data", "done", "next_offset", "offset"],
@@ -2399,17 +2281,19 @@ async fn stateless_tools_list() {
                       }
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
-                      "description": "Wait for a run to end and return its result (content, structuredContent, isError) as its tool would have. If it has not ended within timeout_s seconds, the answer says it is still working: call runs_wait again with the same run_id, or runs_cancel to stop it.",
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
+                      "description": "Wait for a run to end and return its result as its tool would have; if it has not ended within timeout_s, says so: call again, or runs_cancel.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {
                         "properties": {
-                          "run_id": {
-                            "description": "The run's id (the task id, for calls made as tasks).",
-                            "type": "string"
-                          },
+                          "run_id": {"description": "The run's id (a task's id).", "type": "string"},
                           "timeout_s": {
-                            "description": "How long to wait, in seconds (default 30, at most 600).",
+                            "description": "Seconds (default 30).",
                             "maximum": 600,
                             "minimum": 0,
                             "type": "number"
@@ -2421,7 +2305,12 @@ async fn stateless_tools_list() {
                       "name": "runs_wait"
                     },
                     {
-                      "annotations": {"readOnlyHint": true},
+                      "annotations": {
+                        "destructiveHint": false,
+                        "idempotentHint": true,
+                        "openWorldHint": false,
+                        "readOnlyHint": true
+                      },
                       "description": "weir's version, protocol revisions, store, streaming capabilities and which tools stream.",
                       "execution": {"taskSupport": "forbidden"},
                       "inputSchema": {"properties": {}, "required": [], "type": "object"},
@@ -2430,21 +2319,10 @@ async fn stateless_tools_list() {
                         "properties": {
                           "name": {"type": "string"},
                           "protocolVersions": {"items": {"type": "string"}, "type": "array"},
-                          "queued": {
-                            "description": "Runs waiting for a slot now.",
-                            "minimum": 0,
-                            "type": "integer"
-                          },
+                          "queued": {"minimum": 0, "type": "integer"},
                           "store": {"type": "string"},
-                          "streaming": {
-                            "description": "How a client can follow a run: progress, partial results, tasks, SSE, resuming.",
-                            "type": "object"
-                          },
-                          "streamingTools": {
-                            "description": "The tools that stream partial results.",
-                            "items": {"type": "string"},
-                            "type": "array"
-                          },
+                          "streaming": {"type": "object"},
+                          "streamingTools": {"items": {"type": "string"}, "type": "array"},
                           "version": {"type": "string"}
                         },
                         "required": [
