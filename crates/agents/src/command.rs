@@ -65,6 +65,18 @@ pub fn base_command(
     command
 }
 
+/// What `cli` needs to run without a person at a terminal, set before
+/// the caller's own variables (which may change it). The Gemini CLI
+/// refuses to run headless in a folder it has not been told to trust
+/// (exit 55, "not running in a trusted directory"); the folder an agent
+/// works in is the caller's choice (weir's roots), so it is trusted.
+pub(crate) fn headless_env(cli: &CliKind) -> &'static [(&'static str, &'static str)] {
+    match cli {
+        CliKind::Gemini => &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
+        CliKind::Claude | CliKind::Codex | CliKind::Custom { .. } => &[],
+    }
+}
+
 /// The router: control mode when the options need Claude Code's control
 /// protocol (a permission policy, several turns, in-process MCP servers,
 /// hooks) or ask for it, else light. Other CLIs have light mode only.

@@ -140,3 +140,68 @@ pub struct Usage {
     /// Output tokens.
     pub output_tokens: u64,
 }
+
+/// `text` without terminal escape sequences (colours, cursor moves, OSC
+/// titles and links): CLIs colour their errors even on a pipe, and an
+/// error is read as text, in JSON, a log or a model's context.
+pub(crate) fn plain_text(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters and intermediates, up to a final byte.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC: up to BEL or ESC \.
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                            chars.next();
+                            break;
+                        }
+                    }
+                }
+                // A two-character sequence (ESC 7, ESC =, …), or a lone ESC.
+                _ => {}
+            },
+            '\u{9b}' => {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            c => plain.push(c),
+        }
+    }
+    plain
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_text;
+
+    #[test]
+    fn escapes_are_stripped_and_text_kept() {
+        assert_eq!(
+            plain_text("\u{1b}[31mGemini CLI is not running in a trusted directory.\u{1b}[0m"),
+            "Gemini CLI is not running in a trusted directory."
+        );
+        assert_eq!(
+            plain_text(
+                "\u{1b}[1;38;5;208mbold\u{1b}[K \u{1b}]8;;https://x\u{7}link\u{1b}]8;;\u{1b}\\ done\u{1b}7"
+            ),
+            "bold link done"
+        );
+        assert_eq!(plain_text("plain — ünïcode\n"), "plain — ünïcode\n");
+    }
+}

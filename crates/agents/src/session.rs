@@ -91,6 +91,7 @@ pub async fn start(options: AgentOptions) -> Result<AgentSession, AgentError> {
 
     let mut command = command::base_command(&program, private.as_ref(), &options.cwd);
     command
+        .envs(command::headless_env(&options.cli).iter().copied())
         .args(command::args(&options, mode))
         .envs(options.env.iter().map(|(k, v)| (k, v)));
     // Pipes read by threads (weir-proc): lines arrive as they are written.
@@ -383,7 +384,7 @@ impl Driver {
             .send(AgentEvent::Exited {
                 code: status.code(),
                 signal: status.signal(),
-                stderr_tail: String::from_utf8_lossy(&self.stderr_tail).into_owned(),
+                stderr_tail: crate::event::plain_text(&String::from_utf8_lossy(&self.stderr_tail)),
             })
             .await;
     }
@@ -556,6 +557,12 @@ impl Driver {
     }
 
     async fn send(&self, event: AgentEvent) -> Result<(), CallerGone> {
+        let event = match event {
+            AgentEvent::Error { message } => AgentEvent::Error {
+                message: crate::event::plain_text(&message),
+            },
+            event => event,
+        };
         self.events.send(event).await.map_err(|_| CallerGone)
     }
 

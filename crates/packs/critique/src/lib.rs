@@ -22,7 +22,10 @@
 //! `timed_out`, `breaker_open`, with the error), the findings extracted
 //! from their text (severity, category, file, line, text; worst first) and
 //! a page of the whole report. An agent that fails never fails the run: the
-//! others' results stand; the run fails only on bad arguments.
+//! others' results stand. A roast where no agent answered fails, keeping
+//! its result (`RunError::with_result`: an MCP result marked `isError`),
+//! and each agent's outcome says what to set up (`setup`: the install
+//! command, the login or key, the variable or file its error points at).
 //!
 //! **Breakers.** Each CLI has a [`weir_core::CircuitBreaker`]: after
 //! [`CritiqueConfig::breaker`]`.failure_threshold` failures in a row its
@@ -87,6 +90,7 @@ mod findings;
 mod paging;
 mod report;
 mod roast;
+mod setup;
 mod status;
 mod weir_tools;
 

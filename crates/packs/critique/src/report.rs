@@ -33,6 +33,9 @@ pub(crate) struct AgentOutcome {
     pub(crate) status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
+    /// What to configure so that it answers next time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) setup: Option<String>,
     pub(crate) duration_ms: u64,
     /// Bytes of text it wrote.
     pub(crate) output_bytes: usize,
@@ -176,6 +179,9 @@ pub(crate) fn result(
             agent.findings,
             agent.duration_ms
         ));
+        if let Some(setup) = &agent.setup {
+            text.push_str(&format!("  to set up: {setup}\n"));
+        }
     }
     if shape == Shape::Critique && !report.findings.is_empty() {
         text.push_str("\nFindings:\n");

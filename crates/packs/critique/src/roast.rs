@@ -282,14 +282,35 @@ impl Roast {
                 .expect("cache lock")
                 .put(cache_key, report.clone(), now);
         }
-        Ok(report::result(
-            &report,
-            0,
-            request.limit,
-            false,
-            Shape::Critique,
-        ))
+        let result = report::result(&report, 0, request.limit, false, Shape::Critique);
+        match nobody_answered(&report.agents) {
+            Some(error) => Err(error.with_result(result)),
+            None => Ok(result),
+        }
     }
+}
+
+/// A roast where no agent answered has failed, whatever the reason each
+/// had: the error says, per agent, what to set up (its result, kept with
+/// it, has the details).
+fn nobody_answered(agents: &[AgentOutcome]) -> Option<RunError> {
+    if agents.iter().any(|agent| agent.status == Status::Ok) {
+        return None;
+    }
+    let each = |agent: &AgentOutcome| {
+        format!(
+            "{}: {}",
+            agent.cli,
+            agent.setup.as_deref().unwrap_or("see its error")
+        )
+    };
+    Some(
+        RunError::new(
+            FailureCode::ToolError,
+            format!("no agent answered (0 of {})", agents.len()),
+        )
+        .with_remediation(agents.iter().map(each).collect::<Vec<_>>().join("; ")),
+    )
 }
 
 /// Where the agents run: the target directory, a target file's directory,
@@ -533,6 +554,7 @@ impl Agent<'_> {
             cli: cli.to_owned(),
             model: self.model.map(str::to_owned),
             status,
+            setup: crate::setup::advice(cli, status, error.as_deref()),
             error,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             output_bytes: text.len(),

@@ -10,7 +10,8 @@
 //! pointing the CLIs at a local endpoint would have: a private HOME (with
 //! the Gemini CLI's settings file and Codex's config, which names the fake
 //! as its provider), TMPDIR, the base URLs and dummy keys, retries and
-//! telemetry off, and a PATH whose only agent CLIs are the ones a test
+//! telemetry off (and nothing to make the Gemini CLI trust its folder:
+//! weir does that), and a PATH whose only agent CLIs are the ones a test
 //! links into its own `bin` directory (so a test can leave one out). A
 //! marker variable in that environment finds every process the scene
 //! started, and none may be left when a test ends.
@@ -144,7 +145,6 @@ enabled = false
                 ("CLAUDE_CODE_MAX_RETRIES", "0"),
                 ("FAKE_API_KEY", "dummy"),
                 ("GEMINI_API_KEY", "dummy"),
-                ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
             ])
             .env("CLAUDE_CODE_TMPDIR", self.tmp.join("claude"))
             .env("CODEX_HOME", self.home.join("codex-home"))
@@ -935,4 +935,184 @@ async fn agent_run_refuses_weir_tools_the_server_does_not_have() {
         result_text(error).contains("weir_tools: this server has no tool \"no_such_tool\""),
         "{error:#}"
     );
+}
+
+/// The shell lines of the README's critique example: the one `sh` block
+/// of its section "Critique by coding agents".
+fn readme_critique_example() -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("read README.md");
+    let section = readme
+        .split("\n### ")
+        .find(|section| section.starts_with("Critique by coding agents"))
+        .expect("README has a section \"Critique by coding agents\"");
+    let blocks: Vec<&str> = section
+        .split("```sh\n")
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap())
+        .collect();
+    assert_eq!(
+        blocks.len(),
+        1,
+        "one sh example in the section: {blocks:#?}"
+    );
+    blocks[0].to_owned()
+}
+
+/// A shell running `script` as a user would, with nothing set but `PATH`
+/// (weir, node, and the agent CLIs `clis` linked into a directory of
+/// the scene), `HOME` and the scene's marker; in the scene's `work`.
+fn user_shell(scene: &Scene, clis_path: &std::path::Path, script: &str) -> std::process::Output {
+    let weir_dir = std::path::Path::new(WEIR).parent().unwrap();
+    let (marker_key, marker_value) = scene.marker.split_once('=').unwrap();
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env_clear()
+        .env(
+            "PATH",
+            format!(
+                "{}:{}:/usr/local/bin:/usr/bin:/bin",
+                weir_dir.display(),
+                clis_path.display()
+            ),
+        )
+        .env("HOME", &scene.home)
+        .env(marker_key, marker_value)
+        .current_dir(&scene.work)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh")
+}
+
+/// Issue 24 finding 4: the README's critique example, run as written
+/// (its model endpoint and agents' home moved to the test's own), with
+/// only what it sets: both agents answer, the call exits 0 and prints
+/// their findings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readme_critique_example_runs_as_written() {
+    let fake = FakeModel::start(Script::new(vec![
+        Turn::text(critique_text("the first agent", "HIGH", "cats.md", 3)),
+        Turn::text(critique_text("the second agent", "MEDIUM", "cats.md", 9)),
+    ]))
+    .expect("start a fake model");
+    let scene = Scene::new(&["claude", "gemini"]);
+    let agents_home = scene.root.path().join("agents-home");
+    let example = readme_critique_example();
+    assert!(
+        example.contains("http://127.0.0.1:8080") && example.contains("/tmp/agents-home"),
+        "{example}"
+    );
+    let script = example
+        .replace("http://127.0.0.1:8080", fake.url())
+        .replace("/tmp/agents-home", &agents_home.display().to_string());
+    // Blocking this worker; the fake answers on the other.
+    let output = user_shell(&scene, &scene.bin, &script);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{script}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("2 of 2 agents answered; 4 findings"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("[HIGH] (security) cats.md:3") && stdout.contains("cats.md:9"),
+        "{stdout}"
+    );
+    // Each agent asked the model once, with the idea in its prompt.
+    let asked: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|request| request.turn.is_some())
+        .map(|request| request.body.to_string())
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    assert!(
+        asked
+            .iter()
+            .all(|body| body.contains("a social network for cats"))
+    );
+    let left = scene.processes(std::process::id());
+    assert!(left.is_empty(), "{left:#?}");
+}
+
+/// Issue 24 finding 4: a roast where no agent answered — claude and
+/// gemini installed but not logged in, codex not installed — is a failed
+/// call (isError, exit 1) whose result still has every agent's outcome,
+/// each with what to set up, as plain text.
+#[test]
+fn a_roast_no_agent_answered_fails_and_says_what_to_set_up() {
+    let scene = Scene::new(&["claude", "gemini"]);
+    let agents_home = scene.root.path().join("agents-home");
+    std::fs::create_dir(&agents_home).unwrap();
+    let script = format!(
+        "weir call --stdio 'weir serve --stdio --memory --critique-home {}' roast brief=idea content='an idea' 'clis=[\"claude\",\"codex\",\"gemini\"]' --output jsonl",
+        agents_home.display()
+    );
+    let output = user_shell(&scene, &scene.bin, &script);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let result: Value = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["type"] == "result")
+        .unwrap_or_else(|| panic!("no result: {stdout}\n{stderr}"));
+    assert_eq!(result["is_error"], true, "{result:#}");
+    let setup = |cli: &str| {
+        let outcome = agent(&result, cli);
+        assert_ne!(outcome["status"], "ok", "{outcome:#}");
+        outcome["setup"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no setup for {cli}: {outcome:#}"))
+            .to_owned()
+    };
+    assert!(setup("claude").contains("ANTHROPIC_API_KEY"), "{result:#}");
+    assert!(setup("gemini").contains("GEMINI_API_KEY"), "{result:#}");
+    assert!(
+        setup("codex").contains("npm install -g @openai/codex"),
+        "{result:#}"
+    );
+    assert_eq!(agent(&result, "codex")["status"], "missing");
+    let text = result_text(&result);
+    assert!(
+        text.contains("0 of 3 agents answered") && text.contains("to set up: "),
+        "{text}"
+    );
+    let left = scene.processes(std::process::id());
+    assert!(left.is_empty(), "{left:#?}");
+
+    // A Gemini CLI told not to trust its folder says so in red; the
+    // outcome has it as plain text, and what to set.
+    let script = format!(
+        "weir call --stdio 'weir serve --stdio --memory --critique-home {} --critique-env GEMINI_API_KEY=dummy --critique-env GEMINI_CLI_TRUST_WORKSPACE=false' roast content='an idea' 'clis=[\"gemini\"]' --output jsonl",
+        agents_home.display()
+    );
+    let output = user_shell(&scene, &scene.bin, &script);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let result: Value = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["type"] == "result")
+        .unwrap_or_else(|| panic!("no result: {stdout}"));
+    let gemini = agent(&result, "gemini");
+    let error = gemini["error"].as_str().unwrap();
+    assert!(
+        error.contains("Gemini CLI is not running in a trusted directory.")
+            && !error.contains('\u{1b}'),
+        "{error:?}"
+    );
+    assert!(
+        gemini["setup"]
+            .as_str()
+            .unwrap()
+            .contains("GEMINI_CLI_TRUST_WORKSPACE"),
+        "{gemini:#}"
+    );
+    assert!(!stdout.contains("\\u001b"), "{stdout}");
 }
