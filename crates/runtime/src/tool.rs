@@ -336,19 +336,17 @@ impl ToolInfo {
         let fields = groups
             .iter()
             .map(|group| {
-                let description = format!(
-                    "What the run streamed as {group}, in order; cut at the result limit when {OUTPUT_TRUNCATED} is true."
-                );
+                let description = format!("Streamed as {group}; cut when {OUTPUT_TRUNCATED}.");
                 (*group, json!({ "type": "string", "description": description }))
             })
             .chain([
                 (
                     OUTPUT_TRUNCATED,
-                    json!({ "type": "boolean", "description": "Whether the streamed text was cut at the result limit; the whole output is in the run at output_uri (page through it with the runs_events tool)." }),
+                    json!({ "type": "boolean", "description": "Text cut at the result limit; all of it is at output_uri (runs_events)." }),
                 ),
                 (
                     OUTPUT_URI,
-                    json!({ "type": "string", "description": "The run, where the whole output stays readable: weir://runs/{run_id}." }),
+                    json!({ "type": "string", "description": "weir://runs/{run_id}" }),
                 ),
             ]);
         for (name, field) in fields {

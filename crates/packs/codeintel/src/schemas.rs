@@ -7,13 +7,13 @@ fn query_summary(own: Value, required: &[&str]) -> Value {
     let mut properties = json!({
         "total": {"type": "integer", "description": "Items in the whole answer."},
         "offset": {"type": "integer", "description": "Where this page starts."},
-        "returned": {"type": "integer", "description": "Items this call streamed."},
-        "truncated": {"type": "boolean", "description": "Whether this page is not the whole answer."},
+        "returned": {"type": "integer", "description": "Items streamed."},
+        "truncated": {"type": "boolean", "description": "Not the whole answer."},
         "truncationInfo": {"type": ["object", "null"], "properties": {
             "reason": {"type": "string"}, "originalCount": {"type": "integer"}, "returnedCount": {"type": "integer"}
         }},
-        "nextCursor": {"type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last."},
-        "firstChunkMs": {"type": ["integer", "null"], "description": "When the first chunk went out, from the query's start."},
+        "nextCursor": {"type": ["string", "null"], "description": "The next page's cursor; null on the last."},
+        "firstChunkMs": {"type": ["integer", "null"], "description": "ms to the first chunk."},
         "provenance": {
             "type": "object",
             "properties": {
@@ -22,7 +22,7 @@ fn query_summary(own: Value, required: &[&str]) -> Value {
                 "gitHead": {"type": ["string", "null"]},
                 "indexedAtMs": {"type": "integer"},
                 "backends": {"type": "array", "items": {"type": "string"}},
-                "completeness": {"type": "string", "enum": ["syntactic", "mixed", "exact"], "description": "exact: every item from a SCIP index; mixed: some; syntactic: tags and text only."},
+                "completeness": {"type": "string", "enum": ["syntactic", "mixed", "exact"], "description": "How many items SCIP resolved: all, some, none."},
                 "queryDurationMs": {"type": "integer"},
                 "warnings": {"type": "array", "items": {"type": "string"}}
             },
@@ -48,8 +48,8 @@ fn query_summary(own: Value, required: &[&str]) -> Value {
 /// items, each as `item` describes it.
 fn listed(item: Value) -> Value {
     json!({
-        "headline": {"type": "string", "description": "The first line of the text content: the count, the total, which page this is (and how to get the next), the precision."},
-        "items": {"type": "array", "items": item, "description": "This page's items, in order: the whole answer unless truncated is true."}
+        "headline": {"type": "string", "description": "The text's first line."},
+        "items": {"type": "array", "items": item, "description": "This page's items."}
     })
 }
 
@@ -69,8 +69,8 @@ pub(crate) fn references_summary() -> Value {
         "kind": {"type": "string", "description": "definition, call, type, impl, import, reference, mention…"},
         "symbolKind": {"type": "string", "description": "A definition's kind: function, class…"},
         "context": {"type": "string", "description": "The line, trimmed."},
-        "backend": {"type": "string", "description": "scip (compiler-resolved), tags (tree-sitter) or text (a whole-word match)."},
-        "symbolId": {"type": "string", "description": "The SCIP symbol, when SCIP found it."}
+        "backend": {"type": "string", "description": "scip, tags or text."},
+        "symbolId": {"type": "string", "description": "From SCIP."}
     }, "required": ["file", "line", "column", "kind", "context"]});
     query_summary(
         with(
@@ -80,7 +80,7 @@ pub(crate) fn references_summary() -> Value {
                 "fileCount": {"type": "integer"},
                 "byKind": {"type": "object", "additionalProperties": {"type": "integer"}},
                 "byFile": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "count": {"type": "integer"}}}},
-                "symbols": {"type": "array", "description": "The SCIP symbols the answer is about, each with its counts; empty without SCIP.", "items": {"type": "object", "properties": {
+                "symbols": {"type": "array", "description": "SCIP symbols with counts.", "items": {"type": "object", "properties": {
                     "symbolId": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": ["string", "null"]}, "docs": {"type": ["string", "null"]},
                     "definitions": {"type": "integer"}, "references": {"type": "integer"}
                 }}}
@@ -101,7 +101,7 @@ pub(crate) fn references_summary() -> Value {
 
 pub(crate) fn search_summary() -> Value {
     let item = json!({"type": "object", "properties": {
-        "stableId": {"type": "string", "description": "path:line:name: pass it as find_references' or understand's symbol."},
+        "stableId": {"type": "string", "description": "path:line:name, a symbol for find_references or understand."},
         "kind": {"type": "string"},
         "endLine": {"type": "integer", "description": "Where the definition ends."},
         "docs": {"type": "string"},
@@ -134,7 +134,7 @@ pub(crate) fn architecture_summary() -> Value {
                 "dependencyGraph": {"type": "array", "items": {"type": "object"}},
                 "entrypoints": {"type": "array", "items": {"type": "string"}},
                 "mermaid": {"type": "string"},
-                "hotspots": {"type": "array", "items": {"type": "object"}, "description": "Files with the most commits lately (git); empty outside git."},
+                "hotspots": {"type": "array", "items": {"type": "object"}, "description": "Most-committed files lately."},
                 "confidence": {"type": "string"},
                 "limitations": {"type": "array", "items": {"type": "string"}}
             }),
@@ -169,7 +169,7 @@ pub(crate) fn explore_summary() -> Value {
                 "incoming": {"type": "array", "items": {"type": "object"}}
             }},
             "entrypoints": {"type": "array", "items": {"type": "string"}},
-            "hotspots": {"type": "array", "items": {"type": "object"}, "description": "Files with the most commits lately (git)."},
+            "hotspots": {"type": "array", "items": {"type": "object"}, "description": "Most-committed files lately."},
             "health": {"type": "object", "properties": {"scipAvailable": {"type": "boolean"}, "gitAvailable": {"type": "boolean"}}}
         }),
         &[
@@ -274,10 +274,10 @@ pub(crate) fn index_report() -> Value {
             "state_id": {"type": "string"},
             "git_head": {"type": ["string", "null"]},
             "dirty": {"type": "boolean"},
-            "scip_documents": {"type": "integer", "description": "Files the repository's index.scip covers: their references are exact."},
+            "scip_documents": {"type": "integer", "description": "Files index.scip covers."},
             "scip_occurrences": {"type": "integer"},
-            "git_commits": {"type": "integer", "description": "Recent commits read for churn and co-change."},
-            "warnings": {"type": "array", "items": {"type": "string"}, "description": "What was left out and why: index.scip documents naming files outside the repository (dropped, never read), a git directory outside the server's root."}
+            "git_commits": {"type": "integer", "description": "Recent commits read."},
+            "warnings": {"type": "array", "items": {"type": "string"}, "description": "What was left out, and why."}
         },
         "required": ["root", "index", "files", "parsed", "unchanged", "removed", "definitions", "references", "languages", "elapsed_ms", "state_id"]
     })

@@ -243,39 +243,39 @@ pub(crate) fn execute_schema(
         "properties": {
             "language": language_schema(languages),
             "code": {"type": "string", "maxLength": MAX_CODE_BYTES, "description": "The program's source."},
-            "stdin": {"type": "string", "maxLength": MAX_STDIN_BYTES, "description": "Text for the program's standard input (closed after it); empty input when absent."},
-            "args": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_ARGS, "description": "Command-line arguments for the program."},
+            "stdin": {"type": "string", "maxLength": MAX_STDIN_BYTES, "description": "Standard input (empty when absent)."},
+            "args": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_ARGS, "description": "Command-line arguments."},
             "timeout_s": {
                 "type": "number",
                 "exclusiveMinimum": 0,
                 "maximum": max_timeout.as_secs_f64(),
-                "description": format!("Wall-clock limit in seconds (default {}): then SIGTERM, then SIGKILL to every process of the run.", default_timeout.as_secs_f64())
+                "description": format!("Wall-clock limit in seconds (default {}).", default_timeout.as_secs_f64())
             },
             "env": {
                 "type": "object",
                 "additionalProperties": {"type": "string"},
                 "maxProperties": MAX_ENV,
-                "description": "Environment variables for the program (string values), added to a minimal environment; they reach the program only. Variables that steer the dynamic loader or the C library before the program starts (LD_*, MALLOC_*, GLIBC_TUNABLES, GCONV_PATH, HOSTALIASES, LOCALDOMAIN, LOCPATH, NLSPATH, NIS_PATH, RESOLV_HOST_CONF, RES_OPTIONS, GETCONF_DIR, TZDIR) are refused."
+                "description": "For the program only, never logged; loader variables (LD_*, MALLOC_*, …) are refused."
             },
             "files": {
                 "type": "array",
                 "maxItems": MAX_FILES,
-                "description": "Files to create in the run's working directory first.",
+                "description": "Files to create in the working directory first.",
                 "items": {
                     "type": "object",
                     "required": ["path", "content"],
                     "additionalProperties": false,
                     "properties": {
-                        "path": {"type": "string", "description": "Relative path, e.g. data/input.csv."},
+                        "path": {"type": "string", "description": "Relative path."},
                         "content": {"type": "string"},
-                        "encoding": {"type": "string", "enum": ["utf8", "base64"], "description": "How content is given (default utf8)."}
+                        "encoding": {"type": "string", "enum": ["utf8", "base64"], "description": "Default utf8."}
                     }
                 }
             },
             "output_encoding": {
                 "type": "string",
                 "enum": ["utf8", "base64"],
-                "description": "utf8 (default): output as text, invalid UTF-8 replaced by U+FFFD with a warning; base64: the exact bytes, each chunk base64-encoded."
+                "description": "utf8 (default): text, invalid bytes as U+FFFD; base64: the exact bytes."
             }
         },
         "required": ["language", "code"],
@@ -296,7 +296,7 @@ fn language_schema(languages: &[String]) -> Value {
     json!({
         "type": "string",
         "enum": languages,
-        "description": "The language (see list_languages for what is installed here and the sandbox in use)."
+        "description": "See list_languages."
     })
 }
 
@@ -306,22 +306,22 @@ pub(crate) fn execute_output_schema() -> Value {
         "type": "object",
         "properties": {
             "language": {"type": "string"},
-            "exit_code": {"type": ["integer", "null"], "description": "The program's exit code; null when a signal ended it."},
-            "signal": {"type": ["string", "null"], "description": "The signal that ended the program, e.g. SIGKILL."},
+            "exit_code": {"type": ["integer", "null"], "description": "null when a signal ended it."},
+            "signal": {"type": ["string", "null"]},
             "timed_out": {"type": "boolean"},
-            "signals_sent": {"type": "array", "items": {"type": "string"}, "description": "Signals weir sent to the program (timeout: SIGTERM, then SIGKILL)."},
-            "leftovers_killed": {"type": "boolean", "description": "weir killed processes the program left running: still alive a moment after it ended. In the sandbox everything the program left ends with it (its PID namespace ends with the program), so this is true there only if a process outlived that."},
+            "signals_sent": {"type": "array", "items": {"type": "string"}},
+            "leftovers_killed": {"type": "boolean", "description": "weir killed processes the program left running."},
             "duration_ms": {"type": "integer"},
-            "stdout_bytes": {"type": "integer", "description": "Bytes the program wrote to stdout, shown or not."},
+            "stdout_bytes": {"type": "integer"},
             "stderr_bytes": {"type": "integer"},
-            "shown_bytes": {"type": "integer", "description": "Bytes of output streamed as partial results (at most output_limit_bytes)."},
-            "truncated": {"type": "boolean", "description": "The program wrote more than output_limit_bytes, exec's own cap on what a run streams: the rest was counted (stdout_bytes, stderr_bytes) but not kept anywhere. Not output_truncated, which says the stdout and stderr fields here were cut at the server's (smaller) result limit, with the whole streamed output still in the run at output_uri."},
-            "output_limit_bytes": {"type": "integer", "description": "exec's cap on the output a run streams and keeps (stdout and stderr together)."},
-            "invalid_utf8": {"type": "boolean", "description": "The output was not valid UTF-8: invalid bytes are shown as U+FFFD (call again with output_encoding \"base64\" for the exact bytes)."},
-            "output_encoding": {"type": "string", "enum": ["utf8", "base64"], "description": "How stdout and stderr (the partial results and the fields here) hold the output: text, or base64 of the exact bytes, each stream encoded as one whole."},
+            "shown_bytes": {"type": "integer"},
+            "truncated": {"type": "boolean", "description": "Output past output_limit_bytes was counted, not kept."},
+            "output_limit_bytes": {"type": "integer"},
+            "invalid_utf8": {"type": "boolean", "description": "Invalid bytes shown as U+FFFD."},
+            "output_encoding": {"type": "string", "enum": ["utf8", "base64"]},
             "sandbox": {"type": "string", "enum": ["bubblewrap", "none"]},
-            "memory_peak_bytes": {"type": ["integer", "null"], "description": "The most memory the run held at once; null where memory is not capped per run."},
-            "oom_kills": {"type": ["integer", "null"], "description": "Processes of the run the kernel killed because the run reached its memory cap; null where memory is not capped per run."}
+            "memory_peak_bytes": {"type": ["integer", "null"], "description": "null where memory is not capped per run."},
+            "oom_kills": {"type": ["integer", "null"], "description": "null where memory is not capped per run."}
         },
         "required": ["language", "exit_code", "signal", "timed_out", "signals_sent", "leftovers_killed", "duration_ms", "stdout_bytes", "stderr_bytes", "shown_bytes", "truncated", "output_limit_bytes", "invalid_utf8", "output_encoding", "sandbox", "memory_peak_bytes", "oom_kills"]
     })
@@ -331,14 +331,8 @@ pub(crate) fn execute_output_schema() -> Value {
 /// output schema (`ToolInfo::with_text_fields`) and fills from the run's
 /// partial results: said here, since only the tool knows.
 pub(crate) const EXECUTE_TEXT_FIELDS: [(&str, &str); 2] = [
-    (
-        "stdout",
-        "What the program wrote to stdout, in order (as text, or base64 with output_encoding \"base64\"); cut at the server's result limit when output_truncated is true, and never more than output_limit_bytes (see truncated).",
-    ),
-    (
-        "stderr",
-        "What the program wrote to stderr, in order (as text, or base64 with output_encoding \"base64\"); cut at the server's result limit when output_truncated is true, and never more than output_limit_bytes (see truncated).",
-    ),
+    ("stdout", "The program's stdout; cut when output_truncated."),
+    ("stderr", "The program's stderr; cut when output_truncated."),
 ];
 
 /// `validate_code`'s input schema.

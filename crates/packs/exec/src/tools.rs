@@ -38,10 +38,18 @@ const UNSANDBOXED: Hints = Hints {
 /// One sentence on the sandbox, for tool descriptions.
 fn sandbox_sentence(isolation: &Isolation) -> String {
     match isolation {
-        Isolation::Bubblewrap(_) => "Programs run in a bubblewrap sandbox: no network; only system directories, read-only; a private /tmp and /dev/shm; the working directory is the run's own and the only writable place besides them.".into(),
+        Isolation::Bubblewrap(_) => "Sandbox: bubblewrap, no network, system directories read-only, a fresh working directory per run.".into(),
         Isolation::None { reason } => format!(
-            "NO SANDBOX on this server ({reason}): programs run with resource limits only and can use the network and the files their user can reach."
+            "NO SANDBOX on this server ({reason}): programs can use the network and their user's files."
         ),
+    }
+}
+
+/// `bytes` for people: in MiB when it is a whole number of them.
+fn size(bytes: u64) -> String {
+    match bytes % (1 << 20) {
+        0 if bytes > 0 => format!("{} MiB", bytes >> 20),
+        _ => format!("{bytes} bytes"),
     }
 }
 
@@ -63,10 +71,10 @@ impl Tool for ExecuteCode {
         let mut info = ToolInfo::new(
             "execute_code",
             format!(
-                "Runs a program and streams its stdout and stderr line by line as it runs (partial results grouped \"stdout\"/\"stderr\"; progress: lines so far, the newest as its message), then returns the output (the stdout and stderr fields of the structured result) with exit code, signal, duration and truncation. A program that exits non-zero, is killed by a signal or times out is a failed result (isError: true) that still carries all its output and those fields. {} {} Limits: wall-clock timeout (then SIGTERM, then SIGKILL to every process of the run), {} bytes of output shown, {}. Each run gets a fresh working directory, removed afterwards.",
+                "Runs a program and returns its stdout, stderr and exit code, streaming output as it runs. A non-zero exit, a signal or the timeout fails the call (isError), output kept. {} {} Limits: {} of output, {}.",
                 languages_sentence(pack),
                 sandbox_sentence(pack.jail.isolation()),
-                config.max_output_bytes,
+                size(config.max_output_bytes),
                 pack.jail.limits_sentence(),
             ),
             args::execute_schema(
@@ -131,7 +139,7 @@ impl Tool for ValidateCode {
         let mut info = ToolInfo::new(
             "validate_code",
             format!(
-                "Checks a program's syntax without running it (python: compile(); javascript: node --check; bash/sh: -n; ruby: -c; perl: -c, which runs BEGIN blocks). Runs with the same sandbox and limits as execute_code. {} {}",
+                "Checks a program's syntax without running it (perl -c runs BEGIN blocks), with execute_code's sandbox and limits. {} {}",
                 languages_sentence(pack),
                 sandbox_sentence(pack.jail.isolation())
             ),
@@ -142,9 +150,9 @@ impl Tool for ValidateCode {
             "properties": {
                 "valid": {"type": "boolean"},
                 "language": {"type": "string"},
-                "checker": {"type": "string", "description": "How the syntax was checked, e.g. compile()."},
-                "check_status": {"type": "string", "description": "How the checker ended, e.g. \"exit code 1\"."},
-                "diagnostics": {"type": "string", "description": format!("What the checker wrote (stdout and stderr, in the order written), at most {} KiB: why the code is invalid.", MAX_DIAGNOSTICS >> 10)},
+                "checker": {"type": "string", "description": "e.g. compile()."},
+                "check_status": {"type": "string", "description": "e.g. exit code 1."},
+                "diagnostics": {"type": "string", "description": format!("The checker's output, at most {} KiB.", MAX_DIAGNOSTICS >> 10)},
                 "timed_out": {"type": "boolean"}
             },
             "required": ["valid", "language", "checker", "check_status", "diagnostics", "timed_out"]
@@ -237,7 +245,7 @@ impl Tool for ListLanguages {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "list_languages",
-            "Lists the languages execute_code can run here (interpreters found at start, with versions, or why each is missing), the sandbox in use (or why there is none), and each limit with what it applies to (per run, per process, per file, or not at all, and why).",
+            "The languages execute_code can run here (with versions, or why missing), the sandbox in use and every limit.",
             args::list_schema(),
         );
         info.output_schema = Some(json!({

@@ -95,19 +95,19 @@ pub(crate) fn generate(arguments: Value) -> Result<Generate, RunError> {
 pub(crate) fn generate_schema() -> Value {
     let limit = |what: &str, (default, max): (usize, usize)| json!({"type": "integer", "minimum": 1, "maximum": max, "default": default, "description": what});
     let mut model_links = limit(
-        "Most links whose notes the model writes (0: none); the rest keep notes taken from the files.",
+        "Most links whose notes the model writes (0: none).",
         MAX_MODEL_LINKS,
     );
     model_links["minimum"] = 0.into();
     json!({
         "type": "object",
         "properties": {
-            "source": {"type": "string", "description": "The repository: a directory inside the server's roots (absolute, or relative to the first root), or an https:// git URL of a host the operator allows (weir serve --llmstxt-clone-host), cloned shallowly for this run. Other URLs (file://, ssh://, git@host:, http://, an IP address) are refused."},
-            "name": {"type": "string", "description": "The project's name (the H1); default: the root manifest's name, the README's title, or the directory's name."},
-            "base_url": {"type": "string", "description": "Prefix of every link, e.g. https://host/me/repo/blob/main/; default: links are paths relative to the repository's root."},
-            "use_model": {"type": "boolean", "default": true, "description": "Ask the configured model for the summary and the notes; false writes the deterministic fallback even when a model is configured."},
+            "source": {"type": "string", "description": "The repository: a directory inside the server's roots, or an https:// git URL of an allowed host (see the tool's description)."},
+            "name": {"type": "string", "description": "The H1; default: from the manifest or README."},
+            "base_url": {"type": "string", "description": "Prefix of every link; default: relative paths."},
+            "use_model": {"type": "boolean", "default": true, "description": "false: no model, the deterministic fallback."},
             "max_files": limit("Most files linked and read.", MAX_FILES),
-            "max_file_kb": limit("Most KiB read of one file (llms-full.txt and llms-ctx.txt carry this much of it).", MAX_FILE_KB),
+            "max_file_kb": limit("Most KiB read of one file.", MAX_FILE_KB),
             "max_total_kb": limit("Most KiB read in all.", MAX_TOTAL_KB),
             "max_model_links": model_links,
         },
@@ -207,8 +207,8 @@ pub(crate) fn validate_schema() -> Value {
         "type": "object",
         "properties": {
             "text": {"type": "string", "description": "The file's content."},
-            "path": {"type": "string", "description": "A file inside the server's roots (absolute, or relative to the first root), instead of text."},
-            "format": {"type": "string", "enum": ["llms.txt", "llms-full.txt", "llms-ctx.txt"], "description": "Which format to check; default: what path's file name says, else llms.txt."},
+            "path": {"type": "string", "description": "A file inside the server's roots, instead of text."},
+            "format": {"type": "string", "enum": ["llms.txt", "llms-full.txt", "llms-ctx.txt"], "description": "Default: by path's file name, else llms.txt."},
         },
         "additionalProperties": false,
     })

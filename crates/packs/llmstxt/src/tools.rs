@@ -42,16 +42,16 @@ impl Tool for GenerateTool {
         };
         let model = match &self.client {
             Some(client) => format!(
-                "The summary and each link's note come from the model {} at {}, one small prompt each, its tokens streamed as partial results (group \"model\") as they arrive; where it does not answer (no endpoint, its circuit breaker open, an answer that broke off) the repository's own text is used and the result says so.",
+                "The summary and notes come from the model {} at {}, streamed; where it fails, from the repository's own text.",
                 client.config().model,
                 client.url()
             ),
-            None => "No model is configured on this server (weir serve --llm-endpoint URL --llm-model M): every result is the deterministic fallback, from the repository alone, marked as such.".into(),
+            None => "No model is configured here: the summary and notes come from the repository's own text.".into(),
         };
         let mut info = ToolInfo::new(
             "llmstxt_generate",
             format!(
-                "Writes llms.txt (the llmstxt.org spec: H1, summary, file-list sections, Optional), llms-full.txt (every linked file in full), llms-ctx.txt (XML context without Optional) and llms.json (the structured form) for a repository: a directory inside the server's roots ({roots}), or an https:// git URL of a host the operator allows ({hosts}), cloned shallowly. Gathers README, docs, manifests and examples as git sees the tree (.gitignore-aware, size-capped). {model} Progress milestones: gathered, summarized, section k/n, written. The files are artifacts of the run (runs_artifact, or weir://runs/{{run_id}}/artifacts/{{name}})."
+                "Generates llms.txt (llmstxt.org), llms-full.txt, llms-ctx.txt and llms.json for a repository: a directory inside the roots ({roots}) or an https:// git URL of an allowed host ({hosts}). {model} The files are the run's artifacts (runs_artifact)."
             ),
             args::generate_schema(),
         );
@@ -61,16 +61,16 @@ impl Tool for GenerateTool {
             "properties": {
                 "name": string,
                 "summary": string,
-                "mode": {"type": "string", "enum": ["model", "mixed", "fallback"], "description": "model: every note and the summary from the model; fallback: none (from the repository alone); mixed: some."},
+                "mode": {"type": "string", "enum": ["model", "mixed", "fallback"], "description": "What came from the model: all, some or none."},
                 "llms_txt": {"type": "string", "description": "The llms.txt written."},
-                "warnings": {"type": "array", "items": string, "description": "What the validator noted (the file is valid)."},
+                "warnings": {"type": "array", "items": string, "description": "The validator's notes."},
                 "files": {"type": "integer", "minimum": 0},
                 "left_out": {"type": "integer", "minimum": 0, "description": "Files the limits left out."},
                 "sections": {"type": "array", "items": {"type": "object"}},
                 "artifacts": {"type": "array", "items": {"type": "object", "properties": {
                     "name": string, "uri": string, "mime": string, "bytes": {"type": "integer"}
                 }, "required": ["name", "uri", "mime", "bytes"]}},
-                "model": {"type": "object", "description": "What the model did: calls, answers, tokens, time to first token per call, failures, or why it was not used."},
+                "model": {"type": "object", "description": "Calls, tokens, failures, or why it was not used."},
             },
             "required": ["name", "summary", "mode", "llms_txt", "warnings", "files", "left_out", "sections", "artifacts", "model"],
         }));
@@ -100,7 +100,7 @@ impl Tool for ValidateTool {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "llmstxt_validate",
-            "Checks an llms.txt against the llmstxt.org spec (an H1 first; a blockquote summary; no headings before the sections; sections of `- [name](url): notes` items only, as the reference parser requires), or an llms-full.txt / llms-ctx.txt against the forms llmstxt_generate writes. Give text, or the path of a file inside the server's roots. Errors and warnings come with their line.",
+            "Checks an llms.txt against the llmstxt.org spec, or an llms-full.txt / llms-ctx.txt against llmstxt_generate's forms: errors and warnings by line.",
             args::validate_schema(),
         );
         info.output_schema = Some(json!({
@@ -110,7 +110,7 @@ impl Tool for ValidateTool {
                 "format": {"type": "string"},
                 "errors": findings_schema(),
                 "warnings": findings_schema(),
-                "document": {"type": "object", "description": "An llms.txt as read: title, summary, info, sections of links."},
+                "document": {"type": "object", "description": "The llms.txt as read."},
             },
             "required": ["valid", "format", "errors", "warnings"],
         }));

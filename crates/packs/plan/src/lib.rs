@@ -130,18 +130,15 @@ impl Tool for PlanRun {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "plan_run",
-            "Runs a plan of tool calls as one run: each step starts when the steps it follows (`after`) have ended, \
-             can branch on how they ended or on a value of their result (`if`), retries within bounds (`retry`), \
-             has a time limit per attempt (`timeout_ms`), and takes arguments from earlier results (${steps.ID.result.path}). \
-             A step calls a tool of this server, or of an upstream server the operator declared (`server: NAME`). \
-             Steps are reported as they start and end; the result summarizes every step. \
-             At most 1,000 steps and 1 MiB; plans nest at most 8 deep.",
+            "Runs a plan of tool calls as one run. A step calls a tool here or on a declared upstream (`server`), \
+             after other steps (`after`), if they ended a way or their result holds a value (`if`), with retries \
+             and a time limit, taking arguments from earlier results (${steps.ID.result.path}). The result summarizes every step.",
             json!({
                 "type": "object",
                 "properties": {
                     "plan": {
                         "type": ["object", "string"],
-                        "description": "The plan: {name?, steps: [{id, tool, server?: NAME of a declared upstream server, args?, after?: [ID], if?: {step, outcome}|{path, equals|not_equals|exists} or a list, retry?: {attempts, backoff_ms?}, timeout_ms?}]}, as an object or as YAML text (at most 1 MiB, 1,000 steps).",
+                        "description": "{name?, steps: [{id, tool, server?, args?, after?: [ID], if?: {step, outcome}|{path, equals|not_equals|exists} or a list, retry?: {attempts, backoff_ms?}, timeout_ms?}]}, as an object or YAML text.",
                         "maxLength": MAX_PLAN_BYTES,
                         "properties": {
                             "steps": {"type": "array", "maxItems": MAX_STEPS}

@@ -257,12 +257,12 @@ impl Tool for IndexRepo {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "index_repo",
-            "Index a repository for code intelligence: walks it as git does (respecting .gitignore), parses Rust, Python, JavaScript, TypeScript, Go, Java, C, C++ and Ruby with tree-sitter, and stores definitions, references and docs in a SQLite index. Incremental: only changed files are parsed again. Streams progress (files done of total, ETA); cancellable. The query tools index a repository first when it has no index.",
+            "Index a repository (Rust, Python, JavaScript, TypeScript, Go, Java, C, C++, Ruby; .gitignore respected) for the code intelligence tools, incrementally. The query tools index a repository that has no index themselves.",
             json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "The repository's directory on the server's machine."},
-                    "force": {"type": "boolean", "description": "Parse every file again, changed or not.", "default": false}
+                    "path": {"type": "string", "description": "The repository's directory."},
+                    "force": {"type": "boolean", "description": "Parse unchanged files too.", "default": false}
                 },
                 "required": ["path"],
                 "additionalProperties": false
@@ -354,16 +354,16 @@ impl Tool for SearchSymbols {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "search_symbols",
-            "Search a repository's definitions by name: exact matches first, then ignoring case, then by prefix, then full text over name parts and docs. The result holds the matches themselves (stableId, kind, docs), one a line, up to `limit`; past the server's token budget it holds the first page with truncated: true, the exact total and a nextCursor to pass as `cursor` for the next. Also streamed as partial results to clients that take them.",
+            "Search a repository's definitions by name: exact, then ignoring case, then prefix, then full text over name parts and docs. Returns the matches (stableId, kind, docs); past the token budget, a page with the total and a nextCursor to pass as `cursor`.",
             json!({
                 "type": "object",
                 "properties": {
                     "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
                     "query": {"type": "string", "description": "A name, a prefix, or words."},
-                    "kind": {"type": "string", "description": "Only definitions of this kind: function, method, class, interface, module, macro, constant, type."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50, "description": "Most matches in the whole answer."},
-                    "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."},
-                    "page_size": {"type": "integer", "minimum": 1, "description": "Most matches on this page (a page also stops at the server's token budget)."}
+                    "kind": {"type": "string", "description": "function, method, class, interface, module, macro, constant or type."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50, "description": "Most matches in all."},
+                    "cursor": {"type": "string", "description": "A previous answer's nextCursor."},
+                    "page_size": {"type": "integer", "minimum": 1, "description": "Most matches per page."}
                 },
                 "required": ["repo", "query"],
                 "additionalProperties": false
@@ -417,17 +417,17 @@ impl Tool for FindReferences {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "find_references",
-            "Find a symbol's definitions and uses in a repository: definitions first, then each file's uses in line order. Where the repository has an index.scip (from a compiler-grade indexer), the files it covers answer exactly, each use tagged with its SCIP symbol, so same-named symbols never mix; elsewhere call sites, type uses and implementations from tree-sitter, and other whole-word mentions from the text. The result holds the references themselves, grouped by file (`path`, then `line:column kind [backend]: context`), with counts by kind and file and the precision (exact|mixed|by name); past the server's token budget (or `limit`) it holds the first page with truncated: true, the exact total and a nextCursor to pass as `cursor` for the next. Also streamed as partial results, grouped by file, to clients that take them.",
+            "Find a symbol's definitions and uses in a repository, grouped by file (`line:column kind [backend]: context`), with counts and precision. Exact where an index.scip covers a file; elsewhere tree-sitter tags (calls, type uses, impls) and whole-word text matches. Past the token budget or `limit`, a page with the total and a nextCursor to pass as `cursor`.",
             json!({
                 "type": "object",
                 "properties": {
                     "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
-                    "symbol": {"type": "string", "description": "A name (spawn, JoinHandle), a definition's stableId from search_symbols (src/shapes.rs:5:area: with SCIP, that one symbol only), or a SCIP symbol."},
+                    "symbol": {"type": "string", "description": "A name, a stableId from search_symbols (path:line:name), or a SCIP symbol."},
                     "include_tests": {"type": "boolean", "default": true, "description": "Include uses in test files."},
-                    "text": {"type": "boolean", "default": true, "description": "Include whole-word mentions no tag covers (imports, field reads, comments); false gives only what tree-sitter tags."},
-                    "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most items on this page (a page also stops at the server's token budget)."},
-                    "page_size": {"type": "integer", "minimum": 1, "description": "The same as limit (older name)."}
+                    "text": {"type": "boolean", "default": true, "description": "Include whole-word text matches no tag covers (comments, field reads)."},
+                    "cursor": {"type": "string", "description": "A previous answer's nextCursor."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most items per page."},
+                    "page_size": {"type": "integer", "minimum": 1, "description": "Old name of limit."}
                 },
                 "required": ["repo", "symbol"],
                 "additionalProperties": false
@@ -483,15 +483,15 @@ impl Tool for GetArchitecture {
     fn info(&self) -> ToolInfo {
         let mut info = ToolInfo::new(
             "get_architecture",
-            "A repository's architecture: its modules, directories or files with their sizes, the dependency edges between them (uses of names defined elsewhere, with strength), entry points, and the module graph as Mermaid text. The result holds every module and edge (one a line) up to the server's token budget, else the first page with truncated: true, the exact total and a nextCursor to pass as `cursor`; its summary shows the largest modules, the strongest edges among them and the Mermaid graph. Also streamed as partial results to clients that take them.",
+            "A repository's architecture: its packages, modules, directories or files with sizes, the dependency edges between them with strength, entry points and a Mermaid graph. Past the token budget, a page with the total and a nextCursor to pass as `cursor`.",
             json!({
                 "type": "object",
                 "properties": {
                     "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
-                    "granularity": {"type": "string", "enum": ["package", "crate", "module", "directory", "file"], "default": "module", "description": "package (or crate): the packages the manifests declare, edges their dependencies on each other; module, directory, file: edges from imports resolved to files."},
-                    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 2, "description": "For modules: how many directory levels make a module."},
-                    "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most modules and edges on this page (a page also stops at the server's token budget)."}
+                    "granularity": {"type": "string", "enum": ["package", "crate", "module", "directory", "file"], "default": "module", "description": "package (crate): manifests' dependencies; the others: resolved imports."},
+                    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 2, "description": "Directory levels that make a module."},
+                    "cursor": {"type": "string", "description": "A previous answer's nextCursor."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most modules and edges per page."}
                 },
                 "required": ["repo"],
                 "additionalProperties": false
