@@ -18,6 +18,7 @@ mod remote_caller;
 mod runs;
 mod runs_remote;
 mod serve;
+mod store;
 mod tools;
 mod upstream_tools;
 mod upstreams;

@@ -17,12 +17,11 @@ use weir_client::{CallEvent, CallOptions, Client, ClientError, ClientOptions, Ta
 use weir_core::{Content, EventKind, RunEvent};
 use weir_pack_plan::{MAX_PLAN_BYTES, Plan};
 use weir_runtime::{EventLog, MemoryLog, RunOptions, Scheduler, SchedulerConfig};
-use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
 use crate::cli::{OutputFormat, PlanRunArgs, ServeArgs};
 use crate::exit::Outcome;
 use crate::packs;
-use crate::runs::DB_FILE;
+use crate::store;
 
 pub(crate) async fn run(data_dir: &Path, args: PlanRunArgs) -> anyhow::Result<Outcome> {
     let plan = read_plan(&args.plan)?;
@@ -100,11 +99,7 @@ async fn local(
     let log: Arc<dyn EventLog> = if serve.memory {
         Arc::new(MemoryLog::new())
     } else {
-        let path = data_dir.join(DB_FILE);
-        Arc::new(
-            SqliteLog::open(&path, SqliteOptions::default())
-                .with_context(|| format!("opening the event log in {}", data_dir.display()))?,
-        )
+        Arc::new(store::sqlite(data_dir)?)
     };
     let mut tools = Vec::new();
     let roots = packs::roots(&serve)?;

@@ -13,11 +13,8 @@ use crate::cli::RunsCommand;
 use crate::exit::Outcome;
 use crate::output;
 
-/// The database file inside a data directory.
-pub(crate) const DB_FILE: &str = "weir.db";
-
 pub(crate) async fn run(data_dir: &Path, command: RunsCommand) -> anyhow::Result<Outcome> {
-    let path = data_dir.join(DB_FILE);
+    let path = crate::store::db_path(data_dir);
     if !path.exists() {
         bail!(
             "no runs stored in {}: {} does not exist yet (pass --data-dir to look elsewhere)",

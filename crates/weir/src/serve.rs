@@ -10,13 +10,12 @@ use weir_mcp::transport::http::HttpOptions;
 use weir_mcp::transport::http::credentials::{Credentials, ServedTools};
 use weir_mcp::{McpServer, ServerConfig, transport};
 use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig};
-use weir_store_sqlite::{SqliteLog, SqliteOptions};
 
 use crate::cli::{DEFAULT_HTTP_ADDR, ServeArgs, WrapArgs};
 use crate::exit::Outcome;
 use crate::packs;
 use crate::remote_caller::ClientCaller;
-use crate::runs::DB_FILE;
+use crate::store;
 use crate::upstream_tools::{self, Naming};
 use crate::upstreams::Upstreams;
 
@@ -56,9 +55,8 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
         membership = Some(node);
         (log, store)
     } else {
-        let path = data_dir.join(DB_FILE);
-        let log = SqliteLog::open(&path, SqliteOptions::default())
-            .with_context(|| format!("opening the event log in {}", data_dir.display()))?;
+        let log = store::sqlite(data_dir)?;
+        let path = store::db_path(data_dir);
         (Arc::new(log), format!("sqlite:{}", path.display()))
     };
     let catalog: Arc<dyn Catalog> = if args.fixtures {
@@ -210,9 +208,8 @@ async fn open_redis(
     url: &str,
     args: &ServeArgs,
 ) -> anyhow::Result<(Arc<dyn EventLog>, String, Membership)> {
-    use weir_store_redis::{Node, NodeOptions, RedisLog, RedisOptions};
-    let log = RedisLog::open(url, RedisOptions::default())?;
-    log.ping().await?;
+    use weir_store_redis::{Node, NodeOptions};
+    let log = store::redis(url).await?;
     let name = match &args.node {
         Some(name) => name.clone(),
         None => {
@@ -233,12 +230,10 @@ async fn open_redis(
 
 #[cfg(not(feature = "redis"))]
 async fn open_redis(
-    _url: &str,
+    url: &str,
     _args: &ServeArgs,
 ) -> anyhow::Result<(Arc<dyn EventLog>, String, Membership)> {
-    anyhow::bail!(
-        "this weir was built without its `redis` feature; build it with the feature to use --redis"
-    )
+    match store::redis(url).await? {}
 }
 
 #[cfg(feature = "redis")]
