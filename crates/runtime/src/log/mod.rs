@@ -13,6 +13,7 @@
 pub mod kit;
 mod live;
 mod memory;
+mod prefix;
 mod subscription;
 
 use std::ops::Range;
@@ -24,6 +25,7 @@ use weir_core::{ArtifactRef, LogTail, RunEvent, RunId, RunState, Seq, Violation}
 
 pub use live::{Batch, LiveHub, SharedEvent};
 pub use memory::MemoryLog;
+pub use prefix::{FindRunError, MIN_RUN_PREFIX, find_run};
 pub use subscription::Subscription;
 
 /// A run registered before it starts: it is listed as `pending` with an empty
