@@ -397,22 +397,52 @@ impl Peers for ToPeers {
 
     fn cancel_elsewhere(&self, run_id: &RunId, reason: &str) {
         let core = self.0.log.core().clone();
-        let request = core.keys.cancel_request(&run_id.to_string());
-        let reason = reason.to_owned();
-        let message = format!("{run_id}\n{reason}");
+        let (run_id, reason) = (run_id.clone(), reason.to_owned());
         self.0.log.io_handle().spawn(async move {
-            // The request first: a message that gets lost leaves it for the
-            // executing node's next sweep.
-            let sent: Result<(), _> = redis::pipe()
-                .set_ex(request, reason, CANCEL_REQUEST_TTL_S)
-                .ignore()
-                .publish(core.keys.cancel_channel(), message)
-                .ignore()
-                .query_async(&mut core.conn())
-                .await;
-            if let Err(error) = sent {
+            if let Err(error) = send_cancel(&core, &run_id, &reason).await {
                 tracing::warn!("redis: a cancel for another node was not sent: {error}");
             }
         });
+    }
+}
+
+/// Asks whichever node executes `run_id` to cancel it. The request first:
+/// a message that gets lost leaves it for the executing node's next sweep.
+async fn send_cancel(core: &crate::Core, run_id: &RunId, reason: &str) -> redis::RedisResult<()> {
+    redis::pipe()
+        .set_ex(
+            core.keys.cancel_request(run_id.as_str()),
+            reason,
+            CANCEL_REQUEST_TTL_S,
+        )
+        .ignore()
+        .publish(core.keys.cancel_channel(), format!("{run_id}\n{reason}"))
+        .ignore()
+        .query_async(&mut core.conn())
+        .await
+}
+
+impl RedisLog {
+    /// Asks the node executing `run_id` to cancel it, as a node does for a
+    /// run another node executes: for a client that is no node (`weir runs
+    /// cancel --redis`). The run ends `canceled` once that node acts,
+    /// within half a lease period even if the message is lost; a run that
+    /// has ended, or whose node is gone, is left as it is (a survivor closes
+    /// a dead node's runs `interrupted`).
+    pub async fn request_cancel(
+        &self,
+        run_id: &RunId,
+        reason: &str,
+    ) -> Result<(), weir_runtime::LogError> {
+        let (run_id, reason) = (run_id.clone(), reason.to_owned());
+        self.io(move |core| {
+            let (run_id, reason) = (run_id.clone(), reason.clone());
+            async move {
+                send_cancel(&core, &run_id, &reason)
+                    .await
+                    .map_err(failed("sending a cancel request"))
+            }
+        })
+        .await
     }
 }
