@@ -42,6 +42,10 @@ struct GenerateArgs {
     max_total_kb: Option<usize>,
     #[serde(default)]
     max_model_links: Option<usize>,
+    #[serde(default)]
+    write: bool,
+    #[serde(default)]
+    overwrite: bool,
 }
 
 /// `llmstxt_generate`'s arguments, checked.
@@ -53,6 +57,20 @@ pub(crate) struct Generate {
     pub(crate) use_model: bool,
     pub(crate) limits: Limits,
     pub(crate) max_model_links: usize,
+    /// Write llms.txt, llms-full.txt and llms-ctx.txt into the source
+    /// directory too.
+    pub(crate) write: Write,
+}
+
+/// Whether the files go into the source directory, and over files there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// Artifacts only.
+    No,
+    /// Into the source directory; a file already there stops the run.
+    New,
+    /// Into the source directory, replacing files there.
+    Overwrite,
 }
 
 fn bounded(
@@ -89,6 +107,16 @@ pub(crate) fn generate(arguments: Value) -> Result<Generate, RunError> {
             max_total_bytes: bounded("max_total_kb", args.max_total_kb, MAX_TOTAL_KB)? * 1024,
         },
         max_model_links: bounded("max_model_links", args.max_model_links, MAX_MODEL_LINKS)?,
+        write: match (args.write, args.overwrite) {
+            (false, false) => Write::No,
+            (true, false) => Write::New,
+            (true, true) => Write::Overwrite,
+            (false, true) => {
+                return Err(invalid(
+                    "overwrite replaces files that write: true writes: send both".into(),
+                ));
+            }
+        },
     })
 }
 
@@ -110,6 +138,8 @@ pub(crate) fn generate_schema() -> Value {
             "max_file_kb": limit("Most KiB read of one file.", MAX_FILE_KB),
             "max_total_kb": limit("Most KiB read in all.", MAX_TOTAL_KB),
             "max_model_links": model_links,
+            "write": {"type": "boolean", "default": false, "description": "Also write llms.txt, llms-full.txt and llms-ctx.txt into the source directory; a file already there stops the run."},
+            "overwrite": {"type": "boolean", "default": false, "description": "With write: replace files already there."},
         },
         "required": ["source"],
         "additionalProperties": false,

@@ -57,11 +57,26 @@ pub(crate) struct File {
     pub(crate) truncated: bool,
 }
 
+/// A file worth a link that is not linked, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LeftOut {
+    pub(crate) path: String,
+    pub(crate) why: String,
+}
+
+/// Most [`LeftOut`]s recorded one by one (a vendored tree can hold
+/// thousands); the count goes on.
+const MAX_LEFT_OUT_NAMED: usize = 500;
+
 /// What [`gather`] found.
 #[derive(Debug)]
 pub(crate) struct Gathered {
     pub(crate) files: Vec<File>,
-    /// Files of a kept kind that the limits left out.
+    /// Files a reader could have been pointed at but is not: generated,
+    /// results, vendored, lock files, near-duplicates, past the limits.
+    /// At most [`MAX_LEFT_OUT_NAMED`] of them; `left_out` counts all.
+    pub(crate) left_out_files: Vec<LeftOut>,
+    /// How many were left out in all.
     pub(crate) left_out: usize,
     /// Entries walked.
     pub(crate) walked: usize,
@@ -118,9 +133,60 @@ const EXAMPLE_EXTENSIONS: &[&str] = &[
     "json", "yaml", "yml", "kt", "swift", "ex", "exs", "php", "cs",
 ];
 
+/// Why the file at `path` is left out even when it is documentation or a
+/// manifest: what a build, a benchmark or a package manager wrote, what
+/// another project wrote (vendored), test data, a lock file. `None`: it
+/// is the project's own.
+pub(crate) fn generated(path: &str) -> Option<&'static str> {
+    let (dirs, name) = match path.rsplit_once('/') {
+        Some((dirs, name)) => (dirs, name),
+        None => ("", path),
+    };
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".lock")
+        || matches!(
+            lower.as_str(),
+            "package-lock.json" | "npm-shrinkwrap.json" | "pnpm-lock.yaml" | "go.sum"
+        )
+    {
+        return Some("lock file");
+    }
+    dirs.split('/').find_map(|dir| match dir {
+        "results" | "generated" | "gen" | "dist" | "build" | "out" | "coverage" | "snapshots"
+        | "__snapshots__" | "htmlcov" | "site-packages" => Some("generated or results"),
+        "target" => Some("build output"),
+        "node_modules" | "vendor" | "vendored" | "third_party" | "third-party" => Some("vendored"),
+        "testdata" | "fixtures" | "__fixtures__" | "test-fixtures" => Some("test fixtures"),
+        _ => None,
+    })
+}
+
+/// Whether `path` lies in a folder of benchmarks, tests, fuzzing or
+/// scripts: a manifest there describes tooling, not the project's
+/// packages.
+fn tooling(path: &str) -> bool {
+    path.rsplit_once('/').is_some_and(|(dirs, _)| {
+        dirs.split('/').any(|dir| {
+            matches!(
+                dir,
+                "bench" | "benches" | "benchmarks" | "tests" | "test" | "fuzz" | "scripts" | "ci"
+            )
+        })
+    })
+}
+
 /// The kind of the file at `path` (relative, `/`-separated), or `None`
-/// for files not worth a link.
-pub(crate) fn classify(path: &str) -> Option<Kind> {
+/// for files not worth a link (including what [`generated`] names).
+#[cfg(test)]
+fn classify(path: &str) -> Option<Kind> {
+    if generated(path).is_some() {
+        return None;
+    }
+    kind_of(path)
+}
+
+/// The kind of the file at `path` by its name and place alone.
+fn kind_of(path: &str) -> Option<Kind> {
     let (dirs, name) = match path.rsplit_once('/') {
         Some((dirs, name)) => (Some(dirs), name),
         None => (None, path),
@@ -133,17 +199,6 @@ pub(crate) fn classify(path: &str) -> Option<Kind> {
         dirs.split('/')
             .any(|dir| dir == "examples" || dir == "example")
     });
-    // Test data describes nothing.
-    if dirs.is_some_and(|dirs| {
-        dirs.split('/').any(|dir| {
-            matches!(
-                dir,
-                "testdata" | "fixtures" | "vendor" | "third_party" | "node_modules" | "target"
-            )
-        })
-    }) {
-        return None;
-    }
     if depth == 0 && stem == "readme" {
         return Some(Kind::Readme);
     }
@@ -167,12 +222,52 @@ pub(crate) fn classify(path: &str) -> Option<Kind> {
     is_doc.then_some(Kind::Doc)
 }
 
-/// The rank of a file among those of its kind: shallow before deep, the
-/// root's before a docs folder's before the rest, then by path.
-fn rank(kind: Kind, path: &str) -> (Kind, usize, bool, String) {
-    let depth = path.matches('/').count();
-    let in_docs = path.starts_with("docs/") || path.starts_with("doc/");
-    (kind, depth.min(2), !in_docs, path.to_owned())
+/// Whether `path` is documentation of the project as a whole: at the
+/// root, or in its docs folder.
+pub(crate) fn top_level(path: &str) -> bool {
+    !path.contains('/') || path.starts_with("docs/") || path.starts_with("doc/")
+}
+
+/// The rank of a file: what a reader needs first is kept first when the
+/// limits cut — the README, the project's docs, its policies (security,
+/// contributing, license), its root manifest — then examples, then the
+/// docs and manifests of its parts; shallow before deep, then by path.
+/// Files alike but for digits in their names come together, the last by
+/// path (the newest, for dates) first.
+fn rank(kind: Kind, path: &str) -> (u8, usize, String, std::cmp::Reverse<String>) {
+    let tier = match kind {
+        Kind::Readme => 0,
+        Kind::Doc if top_level(path) => 1,
+        Kind::Meta => 2,
+        Kind::Manifest if !path.contains('/') => 3,
+        Kind::Example => 4,
+        Kind::Doc => 5,
+        Kind::Manifest => 6,
+    };
+    (
+        tier,
+        path.matches('/').count(),
+        shape(path),
+        std::cmp::Reverse(path.to_owned()),
+    )
+}
+
+/// How much of two files' starts, digits aside, must agree for the later
+/// to stand for the earlier.
+const ALIKE_BYTES: usize = 512;
+
+/// `path` with each run of digits as `#`: files alike but for a date, a
+/// number or a version share it (`results/20261126-131043.md`).
+fn shape(path: &str) -> String {
+    let mut shaped = String::with_capacity(path.len());
+    for c in path.chars() {
+        if !c.is_ascii_digit() {
+            shaped.push(c);
+        } else if !shaped.ends_with('#') {
+            shaped.push('#');
+        }
+    }
+    shaped
 }
 
 /// The files of the tree at `root` worth describing, best first, within
@@ -182,6 +277,7 @@ pub(crate) fn gather(root: &Path, limits: Limits) -> Result<Gathered, GatherErro
         return Err(GatherError::NotADirectory(root.to_owned()));
     }
     let mut candidates = Vec::new();
+    let mut left_out = LeftOuts::default();
     let mut walked = 0;
     let mut walk_capped = false;
     let walk = WalkBuilder::new(root)
@@ -217,18 +313,34 @@ pub(crate) fn gather(root: &Path, limits: Limits) -> Result<Gathered, GatherErro
             continue;
         };
         let relative = relative.replace(std::path::MAIN_SEPARATOR, "/");
-        if let Some(kind) = classify(&relative) {
-            let bytes = entry.metadata().map_or(0, |meta| meta.len());
-            candidates.push((rank(kind, &relative), kind, relative, bytes));
+        match (generated(&relative), kind_of(&relative)) {
+            (None, Some(Kind::Manifest)) if tooling(&relative) => {
+                left_out.push(relative, "a manifest of the project's tooling".to_owned());
+            }
+            (None, Some(kind)) => {
+                let bytes = entry.metadata().map_or(0, |meta| meta.len());
+                candidates.push((rank(kind, &relative), kind, relative, bytes));
+            }
+            // Named only when a reader might have looked for it there.
+            (Some(why), kind) if kind.is_some() || why == "lock file" => {
+                left_out.push(relative, why.to_owned());
+            }
+            _ => {}
         }
     }
     candidates.sort();
-    let mut files = Vec::new();
+    let mut files: Vec<File> = Vec::new();
     let mut total = 0usize;
-    let mut left_out = 0;
     for (_, kind, path, bytes) in candidates {
         if files.len() >= limits.max_files || total >= limits.max_total_bytes {
-            left_out += 1;
+            left_out.push(
+                path,
+                format!(
+                    "past the limits ({} files, {} KiB)",
+                    limits.max_files,
+                    limits.max_total_bytes / 1024
+                ),
+            );
             continue;
         }
         let budget = limits.max_file_bytes.min(limits.max_total_bytes - total);
@@ -247,22 +359,56 @@ pub(crate) fn gather(root: &Path, limits: Limits) -> Result<Gathered, GatherErro
             // Binary: nothing to describe.
             continue;
         };
+        let text = String::from_utf8_lossy(&data).into_owned();
+        // Alike but for digits in name and start (dated results, numbered
+        // runs): the newest, read first, stands for the rest.
+        let start = shape(&text[..text.floor_char_boundary(ALIKE_BYTES)]);
+        if let Some(kept) = files.iter().find(|kept| {
+            shape(&kept.path) == shape(&path)
+                && shape(&kept.text[..kept.text.floor_char_boundary(ALIKE_BYTES)]) == start
+        }) {
+            left_out.push(path, format!("near-duplicate of {}", kept.path));
+            continue;
+        }
         total += data.len();
         let truncated = (data.len() as u64) < bytes;
         files.push(File {
             path,
             kind,
-            text: String::from_utf8_lossy(&data).into_owned(),
+            text,
             bytes,
             truncated,
         });
     }
+    // Read newest first among files alike; listed in path order.
+    files.sort_by_cached_key(|file| {
+        let (tier, depth, ..) = rank(file.kind, &file.path);
+        (tier, depth, file.path.clone())
+    });
     Ok(Gathered {
         files,
-        left_out,
+        left_out: left_out.count,
+        left_out_files: left_out.named,
         walked: walked.min(MAX_WALKED),
         walk_capped,
     })
+}
+
+/// The files left out: the first [`MAX_LEFT_OUT_NAMED`] by name, all
+/// counted.
+#[derive(Default)]
+struct LeftOuts {
+    named: Vec<LeftOut>,
+    count: usize,
+}
+
+impl LeftOuts {
+    fn push(&mut self, path: String, why: String) {
+        self.count += 1;
+        if self.named.len() < MAX_LEFT_OUT_NAMED {
+            self.named.push(LeftOut { path, why });
+        }
+    }
 }
 
 /// The first `budget` bytes of the file `relative` beneath `root`, cut
@@ -310,21 +456,109 @@ mod tests {
             ("CHANGELOG.md", Some(Kind::Meta)),
             ("src/lib.rs", None),
             ("tests/fixtures/README.md", None),
+            ("bench/redis/results/20261126-131043.md", None),
+            ("node_modules/left-pad/README.md", None),
+            ("Cargo.lock", None),
         ];
         for (path, kind) in cases {
             assert_eq!(classify(path), kind, "{path}");
         }
+        for (path, why) in [
+            (
+                "bench/redis/results/20261126-131043.md",
+                Some("generated or results"),
+            ),
+            ("Cargo.lock", Some("lock file")),
+            ("web/package-lock.json", Some("lock file")),
+            ("node_modules/left-pad/README.md", Some("vendored")),
+            ("crates/x/tests/fixtures/README.md", Some("test fixtures")),
+            ("docs/guide.md", None),
+        ] {
+            assert_eq!(generated(path), why, "{path}");
+        }
     }
 
     #[test]
-    fn ranks_put_the_readme_first_and_shallow_docs_before_deep() {
+    fn files_alike_but_for_digits_share_a_shape() {
+        assert_eq!(
+            shape("bench/results/20261126-131043.md"),
+            "bench/results/#-#.md"
+        );
+        assert_eq!(
+            shape("bench/results/20261126-131048.md"),
+            "bench/results/#-#.md"
+        );
+        assert_ne!(shape("docs/v1.md"), shape("docs/guide.md"));
+    }
+
+    #[test]
+    fn a_tree_keeps_what_matters_and_names_what_it_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (path, text) in [
+            ("README.md", "# demo\n\nA demo.\n"),
+            ("SECURITY.md", "# Security\n\nReport to x.\n"),
+            ("Cargo.lock", "# lock\n"),
+            ("bench/results/2026-01-01.md", "# r\n"),
+            ("docs/run-1.md", "# run 1\n\nA run.\n"),
+            ("docs/run-2.md", "# run 2\n\nA run.\n"),
+            ("docs/run-3.md", "# run 3\n\nA run.\n"),
+            ("docs/chapter1.md", "# Install\n"),
+            ("docs/chapter2.md", "# Use\n"),
+            ("a/b/notes.md", "# deep\n"),
+        ] {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let limits = Limits {
+            max_files: 5,
+            max_file_bytes: 1024,
+            max_total_bytes: 1 << 20,
+        };
+        let gathered = gather(root, limits).unwrap();
+        let kept: Vec<&str> = gathered.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            kept,
+            [
+                "README.md",
+                "docs/chapter1.md",
+                "docs/chapter2.md",
+                "docs/run-3.md",
+                "SECURITY.md"
+            ]
+        );
+        let why = |path: &str| {
+            gathered
+                .left_out_files
+                .iter()
+                .find(|left| left.path == path)
+                .map(|left| left.why.as_str())
+        };
+        assert_eq!(why("Cargo.lock"), Some("lock file"));
+        assert_eq!(
+            why("bench/results/2026-01-01.md"),
+            Some("generated or results")
+        );
+        assert_eq!(
+            why("docs/run-1.md"),
+            Some("near-duplicate of docs/run-3.md")
+        );
+        assert!(why("a/b/notes.md").unwrap().starts_with("past the limits"));
+        assert_eq!(gathered.left_out, gathered.left_out_files.len());
+    }
+
+    #[test]
+    fn ranks_put_what_a_reader_needs_first() {
         let mut paths = [
             ("LICENSE", Kind::Meta),
             ("src/deep/notes.md", Kind::Doc),
+            ("crates/x/Cargo.toml", Kind::Manifest),
             ("docs/design.md", Kind::Doc),
             ("Cargo.toml", Kind::Manifest),
             ("ARCHITECTURE.md", Kind::Doc),
             ("README.md", Kind::Readme),
+            ("examples/a.rs", Kind::Example),
         ];
         paths.sort_by_key(|(path, kind)| rank(*kind, path));
         let order: Vec<&str> = paths.iter().map(|(path, _)| *path).collect();
@@ -334,9 +568,11 @@ mod tests {
                 "README.md",
                 "ARCHITECTURE.md",
                 "docs/design.md",
-                "src/deep/notes.md",
+                "LICENSE",
                 "Cargo.toml",
-                "LICENSE"
+                "examples/a.rs",
+                "src/deep/notes.md",
+                "crates/x/Cargo.toml"
             ]
         );
     }

@@ -168,7 +168,11 @@ pub(crate) fn first_sentences(text: &str, max: usize) -> String {
 /// A file's link title: a document's own H1 when it has a short one, else
 /// its path.
 pub(crate) fn title(file: &File) -> String {
-    if matches!(file.kind, Kind::Readme | Kind::Doc)
+    let markdown = file.kind == Kind::Meta
+        && [".md", ".markdown", ".rst"]
+            .iter()
+            .any(|ext| file.path.to_ascii_lowercase().ends_with(ext));
+    if (matches!(file.kind, Kind::Readme | Kind::Doc) || markdown)
         && let (Some(heading), _) = markdown_head(&file.text)
     {
         let heading = plain(&heading);
@@ -179,39 +183,92 @@ pub(crate) fn title(file: &File) -> String {
     file.path.clone()
 }
 
-/// A file's note without a model: what the file says about itself.
-pub(crate) fn note(file: &File) -> String {
-    let file_name = file.path.rsplit('/').next().unwrap_or(&file.path);
-    match file.kind {
-        Kind::Readme | Kind::Doc => match markdown_head(&file.text) {
-            (_, Some(paragraph)) => first_sentences(&paragraph, 160),
-            (Some(title), None) => title,
-            (None, None) => format!("Documentation: {}", file.path),
+/// A file's note without a model: what the file says about itself, or
+/// `None` when it says nothing its link does not (a note that repeats the
+/// path or the title tells a reader nothing).
+pub(crate) fn note(file: &File) -> Option<String> {
+    let note = match file.kind {
+        Kind::Readme | Kind::Doc => markdown_head(&file.text)
+            .1
+            .map(|paragraph| first_sentences(&paragraph, 160)),
+        Kind::Manifest => manifest_note(&file.path, &file.text),
+        Kind::Example => leading_comment(&file.text).map(|text| first_sentences(&text, 160)),
+        Kind::Meta => match markdown_head(&file.text) {
+            (_, Some(paragraph)) => Some(first_sentences(&paragraph, 160)),
+            // A license's first line names it ("MIT License").
+            _ => file
+                .text
+                .lines()
+                .map(str::trim)
+                .find(|line| !line.is_empty())
+                .filter(|line| line.chars().count() <= 80)
+                .map(|line| plain(line.trim_start_matches('#'))),
         },
-        Kind::Manifest => {
-            let found = manifest(&file.path, &file.text);
-            let what = format!("{file_name} manifest");
-            match (found.name, found.description) {
-                (Some(name), Some(description)) => {
-                    format!("{what} of {name}: {}", first_sentences(&description, 140))
-                }
-                (Some(name), None) => format!("{what} of {name}"),
-                (None, Some(description)) => {
-                    format!("{what}: {}", first_sentences(&description, 140))
-                }
-                (None, None) => what,
-            }
+    }?;
+    let said = |other: &str| note.eq_ignore_ascii_case(other.trim());
+    (!note.is_empty() && !said(&file.path) && !said(&title(file))).then_some(note)
+}
+
+/// What a manifest says: the package and its description, or the
+/// workspace and its members.
+fn manifest_note(path: &str, text: &str) -> Option<String> {
+    let found = manifest(path, text);
+    match (found.name, found.description) {
+        (Some(name), Some(description)) => {
+            Some(format!("{name}: {}", first_sentences(&description, 140)))
         }
-        Kind::Example => format!("Example: {}", file.path),
-        Kind::Meta => {
-            let stem = file_name.split('.').next().unwrap_or(file_name);
-            let mut words = stem.to_ascii_lowercase().replace('_', " ");
-            if let Some(first) = words.get_mut(0..1) {
-                first.make_ascii_uppercase();
-            }
-            words
+        (Some(name), None) => Some(format!("the package {name}")),
+        (None, Some(description)) => Some(first_sentences(&description, 140)),
+        (None, None) => {
+            workspace_members(text).map(|members| format!("the workspace: {members} members"))
         }
     }
+}
+
+/// How many members a Cargo workspace (`members = [...]`) or an npm one
+/// (`"workspaces": [...]`) lists.
+fn workspace_members(text: &str) -> Option<usize> {
+    let start = text
+        .find("members")
+        .or_else(|| text.find("\"workspaces\""))?;
+    let list = &text[start..];
+    let list = &list[list.find('[')? + 1..];
+    let list = &list[..list.find(']')?];
+    let count = list.split(',').filter(|item| item.contains('"')).count();
+    (count > 0).then_some(count)
+}
+
+/// The comment an example opens with (`//!`, `//`, `#`, `--`, a
+/// docstring), as one line; `None` when it opens with code.
+fn leading_comment(text: &str) -> Option<String> {
+    let mut lines: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if lines.is_empty() && (trimmed.is_empty() || trimmed.starts_with("#!")) {
+            continue;
+        }
+        let comment = ["//!", "///", "//", "--", "# ", "\"\"\"", "/*", "*"]
+            .iter()
+            .find_map(|mark| trimmed.strip_prefix(mark));
+        match comment {
+            Some(rest) => {
+                let rest = rest
+                    .trim()
+                    .trim_end_matches("*/")
+                    .trim_end_matches("\"\"\"")
+                    .trim();
+                if rest.is_empty() && !lines.is_empty() {
+                    break;
+                }
+                if !rest.is_empty() {
+                    lines.push(rest);
+                }
+            }
+            None => break,
+        }
+    }
+    let text = plain(&lines.join(" "));
+    (!text.is_empty()).then_some(text)
 }
 
 /// The project's name: the caller's, the root manifest's, the README's H1,
@@ -249,13 +306,25 @@ pub(crate) fn summary(files: &[File], name: &str) -> String {
     }
 }
 
-/// The H2 a file's link goes in.
-pub(crate) fn section_of(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Readme | Kind::Doc => "Docs",
-        Kind::Manifest => "Packages",
+/// The H2 a file's link goes in. `Docs`: the README, the project's docs
+/// (at the root or in its docs folder) and the policies a contributor
+/// reads (security, contributing); `Packages`: the root manifest;
+/// `Examples`; and `Optional`, what a reader short of room can skip: the
+/// docs and manifests of the project's parts, license, changelog.
+pub(crate) fn section_of(file: &File) -> &'static str {
+    let stem = file
+        .path
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match file.kind {
+        Kind::Readme => "Docs",
+        Kind::Doc if crate::gather::top_level(&file.path) => "Docs",
+        Kind::Meta if matches!(stem.as_str(), "security" | "contributing") => "Docs",
+        Kind::Manifest if !file.path.contains('/') => "Packages",
         Kind::Example => "Examples",
-        Kind::Meta => crate::spec::OPTIONAL,
+        Kind::Doc | Kind::Manifest | Kind::Meta => crate::spec::OPTIONAL,
     }
 }
 
@@ -329,19 +398,53 @@ mod tests {
     #[test]
     fn notes_say_what_a_file_is_without_a_model() {
         let long = "word ".repeat(100);
-        assert!(note(&file("docs/a.md", Kind::Doc, &long)).chars().count() <= 161);
-        assert_eq!(note(&file("LICENSE", Kind::Meta, "MIT")), "License");
-        assert_eq!(
-            note(&file("CODE_OF_CONDUCT.md", Kind::Meta, "")),
-            "Code of conduct"
+        assert!(
+            note(&file("docs/a.md", Kind::Doc, &long))
+                .unwrap()
+                .chars()
+                .count()
+                <= 161
         );
+        assert_eq!(
+            note(&file("LICENSE", Kind::Meta, "\n  MIT License\n\nCopyright")).as_deref(),
+            Some("MIT License")
+        );
+        assert_eq!(note(&file("CODE_OF_CONDUCT.md", Kind::Meta, "")), None);
         assert_eq!(
             note(&file(
                 "crates/x/Cargo.toml",
                 Kind::Manifest,
                 "[package]\nname = \"x\"\n"
-            )),
-            "Cargo.toml manifest of x"
+            ))
+            .as_deref(),
+            Some("the package x")
+        );
+        assert_eq!(
+            note(&file(
+                "Cargo.toml",
+                Kind::Manifest,
+                "[workspace]\nmembers = [\n  \"a\",\n  \"b\", # c\n]\n"
+            ))
+            .as_deref(),
+            Some("the workspace: 2 members")
+        );
+        assert_eq!(
+            note(&file(
+                "examples/run.rs",
+                Kind::Example,
+                "//! Runs a *demo* against\n//! a server.\n\nfn main() {}\n"
+            ))
+            .as_deref(),
+            Some("Runs a demo against a server.")
+        );
+        assert_eq!(
+            note(&file("examples/bare.rs", Kind::Example, "fn main() {}\n")),
+            None
+        );
+        // A note that repeats the path or the title is none.
+        assert_eq!(
+            note(&file("docs/x.md", Kind::Doc, "# Guide\n\ndocs/x.md\n")),
+            None
         );
         assert_eq!(
             summary(&[], "empty"),

@@ -51,7 +51,7 @@ impl Tool for GenerateTool {
         let mut info = ToolInfo::new(
             "llmstxt_generate",
             format!(
-                "Generates llms.txt (llmstxt.org), llms-full.txt, llms-ctx.txt and llms.json for a repository: a directory inside the roots ({roots}) or an https:// git URL of an allowed host ({hosts}). {model} The files are the run's artifacts (runs_artifact)."
+                "Generates llms.txt (llmstxt.org), llms-full.txt, llms-ctx.txt and llms.json for a repository: a directory inside the roots ({roots}) or an https:// git URL of an allowed host ({hosts}). {model} The files are the run's artifacts (runs_artifact); write: true also puts them in the source directory (overwrite: true to replace files there)."
             ),
             args::generate_schema(),
         );
@@ -65,7 +65,9 @@ impl Tool for GenerateTool {
                 "llms_txt": {"type": "string", "description": "The llms.txt written."},
                 "warnings": {"type": "array", "items": string, "description": "The validator's notes."},
                 "files": {"type": "integer", "minimum": 0},
-                "left_out": {"type": "integer", "minimum": 0, "description": "Files the limits left out."},
+                "left_out": {"type": "integer", "minimum": 0, "description": "Files not linked: generated, results, vendored, lock files, near-duplicates, past the limits."},
+                "left_out_files": {"type": "array", "items": {"type": "object", "properties": {"path": string, "why": string}, "required": ["path", "why"]}},
+                "written": {"type": "array", "items": string, "description": "With write: the files written."},
                 "sections": {"type": "array", "items": {"type": "object"}},
                 "artifacts": {"type": "array", "items": {"type": "object", "properties": {
                     "name": string, "uri": string, "mime": string, "bytes": {"type": "integer"}
