@@ -64,6 +64,12 @@ pub(crate) enum Command {
     /// Ctrl-C stops it, keeping the files done.
     #[cfg(feature = "codeintel")]
     Index(IndexArgs),
+    /// Describe a repository for language models: llmstxt_generate on
+    /// PATH in this process, llms.txt on stdout (with --write, llms.txt,
+    /// llms-full.txt and llms-ctx.txt written into PATH). A model is asked
+    /// where --llm-endpoint says, else the repository's own text is used.
+    #[cfg(feature = "llmstxt")]
+    Llmstxt(LlmstxtArgs),
     /// Run a coding agent (Claude Code, Codex or the Gemini CLI) on a
     /// prompt and stream what it does: its text on stdout as it is typed,
     /// tool calls as one line each on stderr. It runs with your environment
@@ -480,6 +486,23 @@ pub(crate) struct IndexArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `weir llmstxt`.
+#[cfg(feature = "llmstxt")]
+#[derive(Debug, clap::Args)]
+pub(crate) struct LlmstxtArgs {
+    /// The repository's directory.
+    pub(crate) path: PathBuf,
+    /// Write llms.txt, llms-full.txt and llms-ctx.txt into PATH instead of
+    /// printing llms.txt; a file already there stops it.
+    #[arg(long)]
+    pub(crate) write: bool,
+    /// Write, replacing files already there.
+    #[arg(long)]
+    pub(crate) overwrite: bool,
+    #[command(flatten)]
+    pub(crate) llm: LlmArgs,
 }
 
 /// `weir serve`'s options for the code execution pack.

@@ -8,6 +8,8 @@ mod cli;
 mod exit;
 #[cfg(feature = "codeintel")]
 mod index;
+#[cfg(feature = "llmstxt")]
+mod llmstxt;
 mod output;
 mod packs;
 #[cfg(feature = "plan")]
@@ -71,6 +73,8 @@ async fn run(args: cli::Args) -> anyhow::Result<Outcome> {
         cli::Command::Tools(tools) => tools::run(tools).await,
         #[cfg(feature = "codeintel")]
         cli::Command::Index(index) => index::run(&data_dir, index).await,
+        #[cfg(feature = "llmstxt")]
+        cli::Command::Llmstxt(llmstxt) => llmstxt::run(llmstxt).await,
         cli::Command::Agent(agent) => agent::run(agent).await,
         #[cfg(feature = "plan")]
         cli::Command::Plan(cli::PlanCommand::Run(plan)) => plan::run(&data_dir, plan).await,

@@ -132,7 +132,7 @@ fn codeintel(
 }
 
 #[cfg(feature = "llmstxt")]
-fn llmstxt(
+pub(crate) fn llmstxt(
     args: &crate::cli::LlmArgs,
     roots: &Roots,
 ) -> anyhow::Result<weir_pack_llmstxt::LlmsTxtPack> {

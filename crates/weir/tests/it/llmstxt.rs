@@ -272,3 +272,185 @@ fn without_an_endpoint_a_valid_fallback_is_written_and_marked() {
         "{llms}"
     );
 }
+
+/// `weir llmstxt ARGS` with no model configured: exit code, stdout, stderr.
+fn weir_llmstxt(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let output = Command::new(WEIR)
+        .arg("llmstxt")
+        .args(args)
+        .env_remove("WEIR_LLM_ENDPOINT")
+        .env_remove("WEIR_LLM_MODEL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Issue 24 finding 8: `weir llmstxt .` on this very repository, without
+/// a model, is a file worth publishing: named after the project (not its
+/// directory), no benchmark results or lock files linked, the security
+/// policy kept, an Optional section, what was left out named, and valid
+/// by llmstxt_validate.
+#[test]
+fn weir_llmstxt_on_this_repository_is_worth_publishing() {
+    let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let (code, llms, stderr) = weir_llmstxt(&[repo.as_os_str()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(llms.starts_with("# weir\n\n> "), "{llms}");
+    let links: Vec<&str> = llms
+        .lines()
+        .filter_map(|line| line.strip_prefix("- ["))
+        .filter_map(|line| line.split_once("](")?.1.split_once(')'))
+        .map(|(url, _)| url)
+        .collect();
+    assert!(links.len() >= 5, "{llms}");
+    for url in &links {
+        assert!(
+            !url.contains("/results/")
+                && !url.ends_with(".lock")
+                && !url.ends_with("package-lock.json"),
+            "{url} is generated, a result or a lock file:\n{llms}"
+        );
+    }
+    for kept in [
+        "README.md",
+        "ARCHITECTURE.md",
+        "SECURITY.md",
+        "docs/design.md",
+    ] {
+        assert!(links.contains(&kept), "{kept} left out:\n{llms}");
+    }
+    assert!(llms.contains("\n## Optional\n"), "{llms}");
+    // No note says only its own path.
+    for line in llms.lines().filter(|line| line.starts_with("- [")) {
+        if let Some((link, note)) = line.split_once("): ") {
+            let url = link.rsplit_once("](").unwrap().1;
+            assert!(!note.contains(url), "a note that repeats its path: {line}");
+        }
+    }
+    // What was left out is named, on stderr; stdout is the file alone.
+    assert!(
+        stderr.contains("Left out")
+            && stderr.contains("lock file: ")
+            && stderr.contains("Cargo.lock"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("generated or results: bench/"), "{stderr}");
+    // And it validates.
+    let checked = Command::new(WEIR)
+        .args([
+            "call",
+            "--stdio",
+            "weir serve --stdio --memory --no-exec --no-critique",
+            "llmstxt_validate",
+            "--output",
+            "jsonl",
+            "--json",
+        ])
+        .arg(serde_json::json!({ "text": llms }).to_string())
+        .env_remove("WEIR_TOKEN")
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                Path::new(WEIR).parent().unwrap().display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&checked.stdout);
+    let verdict: Value = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["type"] == "result")
+        .unwrap_or_else(|| panic!("no result: {stdout}"));
+    assert_eq!(verdict["structured"]["valid"], true, "{verdict:#}");
+}
+
+/// Issue 24 finding 8: the files go into the repository itself, never
+/// over one already there unless asked: `weir llmstxt DIR --write`
+/// refuses a present llms.txt, naming it, and writes nothing;
+/// `--overwrite` replaces it; `llmstxt_generate {write: true}` through a
+/// server does the same.
+#[test]
+fn write_puts_the_files_in_the_repository_and_never_overwrites_unasked() {
+    let repo = tempfile::tempdir().unwrap();
+    fixture(repo.path());
+    let present = repo.path().join("llms.txt");
+    std::fs::write(&present, "mine\n").unwrap();
+    let (code, stdout, stderr) = weir_llmstxt(&[repo.path().as_os_str(), "--write".as_ref()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("{} already exists", present.display()))
+            && stderr.contains("overwrite"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&present).unwrap(), "mine\n");
+    assert!(!repo.path().join("llms-full.txt").exists());
+
+    let (code, stdout, stderr) = weir_llmstxt(&[
+        repo.path().as_os_str(),
+        "--write".as_ref(),
+        "--overwrite".as_ref(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.is_empty(), "written, not printed: {stdout}");
+    let written = std::fs::read_to_string(&present).unwrap();
+    assert!(
+        written.starts_with("# tally\n\n> Counts words."),
+        "{written}"
+    );
+    for name in ["llms-full.txt", "llms-ctx.txt"] {
+        assert!(repo.path().join(name).is_file(), "{name}");
+    }
+
+    // The same through a server: refused while a file is there...
+    let (_weir, url) = weir_server(&[]);
+    let source = format!("source={}", repo.path().display());
+    let output = Command::new(WEIR)
+        .args([
+            "call",
+            "--url",
+            &url,
+            "--output",
+            "jsonl",
+            "llmstxt_generate",
+            &source,
+            "write=true",
+        ])
+        .env_remove("WEIR_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let refused = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        refused.contains("llms.txt already exists") && refused.contains("overwrite: true"),
+        "{refused}"
+    );
+    // ...and written into a fresh one.
+    let fresh = tempfile::tempdir().unwrap();
+    fixture(fresh.path());
+    let lines = call(
+        &url,
+        &[
+            "llmstxt_generate",
+            &format!("source={}", fresh.path().display()),
+            "write=true",
+        ],
+    );
+    let generated = result(&lines);
+    assert_eq!(
+        generated["written"].as_array().unwrap().len(),
+        3,
+        "{generated}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fresh.path().join("llms.txt")).unwrap(),
+        generated["llms_txt"].as_str().unwrap()
+    );
+}
