@@ -22,15 +22,23 @@
 //!    1` under a fixed safe configuration into a directory of the run's
 //!    own (removed with the run, cancel included).
 //! 2. *Gathered* (milestone): README, docs, manifests, examples, and the
-//!    license/changelog kind (the `Optional` section), as git sees the tree
-//!    (`.gitignore`, hidden files out), ranked, capped in files and bytes.
+//!    license/changelog kind, as git sees the tree (`.gitignore`, hidden
+//!    files out), ranked (the README, the project's docs and policies
+//!    first), capped in files and bytes. Generated files and results,
+//!    vendored trees, fixtures, lock files, tooling manifests and files
+//!    alike but for a date or number are left out, and the result names
+//!    each with why. The parts' docs and manifests, license and changelog
+//!    go under `## Optional`.
 //! 3. *Summarized*: the model is asked, in one small prompt, what the
 //!    project is; its tokens stream as `partial` events of group `model`,
 //!    each answer on a line of its own after a `label: `.
 //! 4. *Section k/n*: one small prompt per link (up to `max_model_links`)
 //!    for its note.
 //! 5. *Written*: the four artifacts; `llms.txt` is validated before it is
-//!    stored. The result carries the file and the structured form.
+//!    stored. With `write: true`, `llms.txt`, `llms-full.txt` and
+//!    `llms-ctx.txt` go into the source directory too — never over a file
+//!    there without `overwrite: true` (checked before any work). The
+//!    result carries the file and the structured form.
 //!
 //! Whatever the model does not give — no endpoint, its breaker open, an
 //! answer that broke off mid-stream (a `warning` says so; never a silently
