@@ -513,6 +513,12 @@
       const detail = await api("/api/runs/" + encodeURIComponent(runId));
       if (!alive) return;
       run = detail.run;
+      // A link may name the run by the start of its id: the page goes on
+      // with the whole id, and shows it in its address.
+      if (run.run_id !== runId) {
+        runId = run.run_id;
+        history.replaceState(null, "", "#/run/" + encodeURIComponent(runId));
+      }
       $("r-tool").textContent = run.tool;
       $("r-id").textContent = run.run_id;
       $("r-owner").textContent = run.owner || "—";

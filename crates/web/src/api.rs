@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use weir_core::{EventKind, Progress, RunId, RunState, Seq};
 use weir_runtime::EventLog;
-use weir_runtime::log::{RunFilter, RunSummary};
+use weir_runtime::log::{FindRunError, RunFilter, RunSummary, find_run};
 
 use crate::Web;
 use crate::guard::refusal;
@@ -31,7 +31,8 @@ const MAX_EVENTS: usize = 1000;
 const PROGRESS_LOOKBACK: u64 = 64;
 /// Bytes of an artifact read per round trip while sending it.
 const ARTIFACT_CHUNK: u64 = 1 << 20;
-/// The reason a run cancelled from the dashboard ends with.
+/// The reason a run cancelled from the dashboard ends with, unless the
+/// request gives one.
 const CANCEL_REASON: &str = "cancelled from the dashboard";
 
 /// A run as the list shows it: the summary without its arguments (which
@@ -188,16 +189,23 @@ pub(crate) async fn list(
     Json(json!({ "runs": views, "next_cursor": next_cursor.flatten() })).into_response()
 }
 
-/// The run `id` if `identity` may see it; else the answer to send.
+/// The run `id` names — its id, or the unique start of one (at least
+/// `MIN_RUN_PREFIX` characters) — if `identity` may see it; else the
+/// answer to send. Runs it may not see are neither matched nor named.
 #[allow(clippy::result_large_err)]
 async fn visible(web: &Web, identity: &Identity, id: &str) -> Result<RunSummary, Response> {
-    let Ok(run_id) = RunId::parse(id) else {
-        return Err(refusal(StatusCode::BAD_REQUEST, "invalid run id"));
-    };
-    match web.scheduler.log().get_run(&run_id).await {
-        Ok(Some(run)) if identity.sees(&run) => Ok(run),
-        Ok(_) => Err(refusal(StatusCode::NOT_FOUND, "no such run")),
-        Err(error) => Err(refusal(
+    let log = web.scheduler.log();
+    match find_run(log.as_ref(), id, |run| identity.sees(run)).await {
+        Ok(run) => Ok(run),
+        Err(FindRunError::Invalid(_)) => Err(refusal(StatusCode::BAD_REQUEST, "invalid run id")),
+        Err(FindRunError::NotFound(_)) => Err(refusal(StatusCode::NOT_FOUND, "no such run")),
+        Err(error @ FindRunError::TooShort(_)) => {
+            Err(refusal(StatusCode::BAD_REQUEST, &error.to_string()))
+        }
+        Err(error @ FindRunError::Ambiguous { .. }) => {
+            Err(refusal(StatusCode::CONFLICT, &error.to_string()))
+        }
+        Err(FindRunError::Log(error)) => Err(refusal(
             StatusCode::INTERNAL_SERVER_ERROR,
             &error.to_string(),
         )),
@@ -313,13 +321,21 @@ pub(crate) async fn artifact(
         .into_response()
 }
 
-/// POST `/api/runs/{id}/cancel`: the `runs_cancel` tool's path — a run that
-/// has ended is refused (409), else the scheduler cancels it and the run
-/// ends as canceled. The guard has checked that the page's own origin asks.
+#[derive(Deserialize)]
+pub(crate) struct CancelQuery {
+    /// What the run's canceled event says (`weir runs cancel --reason`).
+    reason: Option<String>,
+}
+
+/// POST `/api/runs/{id}/cancel?reason=TEXT`: the `runs_cancel` tool's path —
+/// a run that has ended is refused (409), else the scheduler cancels it and
+/// the run ends as canceled. The guard has checked that the page's own
+/// origin asks.
 pub(crate) async fn cancel(
     State(web): State<Arc<Web>>,
     Extension(identity): Extension<Identity>,
     Path(id): Path<String>,
+    Query(query): Query<CancelQuery>,
 ) -> Response {
     let run = match visible(&web, &identity, &id).await {
         Ok(run) => run,
@@ -331,7 +347,10 @@ pub(crate) async fn cancel(
             &format!("run {} has already ended ({})", run.run_id, run.state),
         );
     }
-    let cancelled = web.scheduler.cancel(&run.run_id, CANCEL_REASON);
+    let reason = query.reason.filter(|reason| !reason.is_empty());
+    let cancelled = web
+        .scheduler
+        .cancel(&run.run_id, reason.as_deref().unwrap_or(CANCEL_REASON));
     Json(json!({ "run_id": run.run_id, "cancelled": cancelled })).into_response()
 }
 

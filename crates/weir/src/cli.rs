@@ -582,21 +582,26 @@ pub(crate) enum RunsCommand {
         /// At most this many runs.
         #[arg(long, default_value_t = 20)]
         limit: usize,
-        /// Print JSON instead of a table.
+        /// Print JSON instead of a table (with --url, the server's records: no arguments, the latest progress).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        source: RunsSource,
     },
-    /// Show one run: its summary and how it ended.
+    /// Show one run: its summary and how it ended; the exit code tells how
+    /// it ended (0 completed or still going, 1 failed, 3 canceled).
     Show {
-        /// The run's id.
+        /// The run's id, or its start (at least 4 characters, one run's only).
         id: RunId,
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        source: RunsSource,
     },
     /// Print a run's events (a page of them).
     Events {
-        /// The run's id.
+        /// The run's id, or its start (at least 4 characters, one run's only).
         id: RunId,
         /// First seq to print.
         #[arg(long, default_value_t = 0)]
@@ -607,11 +612,13 @@ pub(crate) enum RunsCommand {
         /// Print one JSON event per line.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        source: RunsSource,
     },
     /// Follow a run's events until it ends; the exit code tells how it ended
     /// (0 completed, 1 failed, 3 canceled).
     Tail {
-        /// The run's id.
+        /// The run's id, or its start (at least 4 characters, one run's only).
         id: RunId,
         /// First seq to print.
         #[arg(long, default_value_t = 0)]
@@ -619,12 +626,68 @@ pub(crate) enum RunsCommand {
         /// Print one JSON event per line.
         #[arg(long)]
         json: bool,
-        /// Follow the run on a weir server over HTTP (its GET /runs/{id}/events)
-        /// instead of in the data directory; URL is the server's MCP endpoint or root.
-        #[arg(long, value_name = "URL")]
-        url: Option<String>,
-        /// Bearer token for --url.
-        #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
-        token: Option<String>,
+        #[command(flatten)]
+        source: RunsSource,
     },
+    /// Cancel a run that is still going and wait for it to end; the exit
+    /// code tells how it ended (3 canceled; 0 or 1 when it completed or
+    /// failed first). The server executing the run cancels it: give its
+    /// --url, or --redis for nodes sharing a Redis; a data directory
+    /// alone cannot.
+    Cancel {
+        /// The run's id, or its start (at least 4 characters, one run's only).
+        id: RunId,
+        /// Why, as the run's canceled event will say.
+        #[arg(long, default_value = "cancelled with weir runs cancel")]
+        reason: String,
+        /// Seconds to wait for the run to end.
+        #[arg(long, value_name = "S", default_value_t = 10.0)]
+        wait: f64,
+        #[command(flatten)]
+        source: RunsSource,
+    },
+    /// Write a file a run produced (an artifact event names it), its raw
+    /// bytes, to stdout or to FILE.
+    Artifact {
+        /// The run's id, or its start (at least 4 characters, one run's only).
+        id: RunId,
+        /// The artifact's name.
+        name: String,
+        /// Write it to FILE instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        source: RunsSource,
+    },
+}
+
+impl RunsCommand {
+    /// Where the command reads runs.
+    pub(crate) fn source(&self) -> &RunsSource {
+        match self {
+            RunsCommand::List { source, .. }
+            | RunsCommand::Show { source, .. }
+            | RunsCommand::Events { source, .. }
+            | RunsCommand::Tail { source, .. }
+            | RunsCommand::Cancel { source, .. }
+            | RunsCommand::Artifact { source, .. } => source,
+        }
+    }
+}
+
+/// Where `weir runs` finds runs: the data directory, unless one of these.
+#[derive(Clone, Debug, clap::Args)]
+pub(crate) struct RunsSource {
+    /// A weir server's runs instead, over its HTTP run API (the
+    /// dashboard's, `/api/runs`): URL is its MCP endpoint or its root, e.g.
+    /// http://127.0.0.1:8765/mcp.
+    #[arg(long, value_name = "URL", conflicts_with = "redis")]
+    pub(crate) url: Option<String>,
+    /// Bearer token for --url.
+    #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// The runs of a Redis store that `weir serve --redis` nodes share,
+    /// read directly: redis://HOST:PORT/DB.
+    #[arg(long, value_name = "URL")]
+    pub(crate) redis: Option<String>,
 }

@@ -61,13 +61,6 @@ fn main() -> ExitCode {
 async fn run(args: cli::Args) -> anyhow::Result<Outcome> {
     let data_dir = args.data_dir();
     match args.command {
-        cli::Command::Runs(cli::RunsCommand::Tail {
-            id,
-            from,
-            json,
-            url: Some(url),
-            token,
-        }) => runs_remote::tail(&url, token, &id, from, json).await,
         cli::Command::Runs(runs) => runs::run(&data_dir, runs).await,
         cli::Command::Call(call) => call::run(call).await,
         cli::Command::Tools(tools) => tools::run(tools).await,

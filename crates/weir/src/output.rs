@@ -32,6 +32,29 @@ pub(crate) fn run_row(run: &RunSummary) -> String {
 
 pub(crate) const RUN_HEADER: &str = "ID                                TOOL                  STATE       EVENTS  CREATED (UTC)            TOOK";
 
+/// What `weir runs show` prints of a run, a line per field; `last` is
+/// its latest event, which says how it ended when it has.
+pub(crate) fn run_details(run: &RunSummary, last: Option<&RunEvent>) -> String {
+    let mut lines = vec![
+        format!("run       {}", run.run_id),
+        format!("tool      {}", run.tool),
+        format!("arguments {}", run.arguments),
+        format!("node      {}", run.node),
+        format!("state     {}", run.state),
+        format!("events    {}", run.events),
+        format!("created   {} UTC", utc(run.created_ts)),
+    ];
+    if let Some(finished) = run.finished_ts {
+        let took = duration(finished.saturating_sub(run.created_ts));
+        lines.push(format!("finished  {} UTC ({took})", utc(finished)));
+    }
+    if let Some(last) = last.filter(|event| event.kind.is_terminal()) {
+        lines.push(format!("outcome   {}", describe(&last.kind)));
+    }
+    lines.push(String::new());
+    lines.join("\n")
+}
+
 /// `seq  time  type  what`, one line.
 pub(crate) fn event_line(event: &RunEvent) -> String {
     format!(

@@ -45,3 +45,34 @@ pub(crate) async fn redis(_url: &str) -> anyhow::Result<Redis> {
         "this weir was built without its `redis` feature; build it with the feature to use --redis"
     )
 }
+
+/// `redis` as the event log it is.
+#[cfg(feature = "redis")]
+pub(crate) fn redis_log(redis: &Redis) -> std::sync::Arc<dyn weir_runtime::EventLog> {
+    std::sync::Arc::new(redis.clone())
+}
+
+#[cfg(not(feature = "redis"))]
+pub(crate) fn redis_log(redis: &Redis) -> std::sync::Arc<dyn weir_runtime::EventLog> {
+    match *redis {}
+}
+
+/// Asks the node executing `run_id` to cancel it, through the store's
+/// cancel channel.
+#[cfg(feature = "redis")]
+pub(crate) async fn request_cancel(
+    redis: &Redis,
+    run_id: &weir_core::RunId,
+    reason: &str,
+) -> anyhow::Result<()> {
+    Ok(redis.request_cancel(run_id, reason).await?)
+}
+
+#[cfg(not(feature = "redis"))]
+pub(crate) async fn request_cancel(
+    redis: &Redis,
+    _run_id: &weir_core::RunId,
+    _reason: &str,
+) -> anyhow::Result<()> {
+    match *redis {}
+}
