@@ -35,7 +35,7 @@ pub(crate) fn advice(cli: &str, status: Status, error: Option<&str>) -> Option<S
                 ]) =>
             {
                 format!(
-                    "not logged in: run `claude` once as the user weir runs as and /login, or set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a local endpoint) {WHERE}"
+                    "not logged in: run `claude` once as the user weir runs as and /login, or set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a local endpoint) ({WHERE})"
                 )
             }
             "gemini" if has(&["invalid auth method"]) => format!(
