@@ -48,7 +48,9 @@ pub(crate) enum Command {
     /// packs are off. The server gets weir's environment, but for weir's
     /// own token.
     Wrap(Box<WrapArgs>),
-    /// Inspect and follow runs in the data directory.
+    /// Inspect, follow and cancel runs and read the files they produced: in
+    /// the data directory, on a weir server (--url) or in a Redis store
+    /// (--redis). A run is named by its id or the unique start of it.
     #[command(subcommand)]
     Runs(RunsCommand),
     /// Call a tool on an MCP server and stream what it sends: progress (a bar

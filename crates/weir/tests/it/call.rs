@@ -545,9 +545,11 @@ fn runs_tail_url_follows_a_live_run_over_sse_and_exits_with_its_outcome() {
     let canceled = server.newest_run()["run_id"].as_str().unwrap().to_owned();
     let tail = run(&["runs", "tail", &canceled, "--url", &server.url]);
     assert_eq!(tail.status.code(), Some(3));
+    // A run the server does not have is the command's failure, not an
+    // unreachable server (4).
     let missing = run(&["runs", "tail", "nope", "--url", &server.url]);
-    assert_eq!(missing.status.code(), Some(4));
-    assert!(text(&missing.stderr).contains("no such run"));
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing.stderr).contains("no run nope on"));
 }
 
 /// The official reference server (`@modelcontextprotocol/server-everything`,

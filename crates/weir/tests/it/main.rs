@@ -52,5 +52,7 @@ mod sec_scopes;
 // Issue 24, findings 5 and 9: the tool list's hints, choice and size.
 mod tool_list;
 
+mod runs_cli; // Issue 24, finding 7: weir runs on a data directory, a server, a Redis.
+
 // Issue 26: existing MCP servers served as runs.
 mod wrap;
