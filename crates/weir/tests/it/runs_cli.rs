@@ -492,3 +492,51 @@ mod redis_server {
         }
     }
 }
+
+/// With named tokens, a start of an id matches only the caller's own runs:
+/// another's run is neither found nor counted nor named.
+#[test]
+fn a_start_of_an_id_matches_only_the_callers_own_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "alice token:alice-token\nbob token:bob-token\n").unwrap();
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = Server::start(dir.path(), &["--tokens-file", tokens.to_str().unwrap()]);
+    let url = server.url.as_str();
+    let call = |token: &str| {
+        let called = weir(
+            &[
+                "call", "--url", url, "stream", "count=1", "--output", "jsonl",
+            ],
+            &[("WEIR_TOKEN", token)],
+        );
+        assert_eq!(called.status.code(), Some(0), "{}", text(&called.stderr));
+        let first: Value =
+            serde_json::from_str(text(&called.stdout).lines().next().unwrap()).unwrap();
+        first["run_id"].as_str().unwrap().to_owned()
+    };
+    let alices = call("alice-token");
+    let bobs = call("bob-token");
+    let as_bob = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--url", url]);
+        weir(&all, &[("WEIR_TOKEN", "bob-token")])
+    };
+    let shown = as_bob(&["runs", "show", &alices[..12]]);
+    assert_eq!(shown.status.code(), Some(1));
+    assert!(
+        text(&shown.stderr).contains("no run"),
+        "{}",
+        text(&shown.stderr)
+    );
+    let cancel = as_bob(&["runs", "cancel", &alices]);
+    assert_eq!(cancel.status.code(), Some(1));
+    // Both ids start alike; for bob the start names his run alone.
+    let shared = common_start(&alices, &bobs);
+    assert!(shared.len() >= 4, "ids made together share their start");
+    let mine = as_bob(&["runs", "show", &shared]);
+    assert_eq!(mine.status.code(), Some(0), "{}", text(&mine.stderr));
+    let said = text(&mine.stdout);
+    assert!(said.contains(&bobs) && !said.contains(&alices), "{said}");
+}
