@@ -38,6 +38,8 @@ pub(crate) async fn run(data_dir: &std::path::Path, args: IndexArgs) -> anyhow::
         // its history). What the repository itself configures still runs
         // nothing, and its index.scip still reads nothing outside it.
         git_boundary: Some(std::path::PathBuf::from("/")),
+        // The SCIP indexers on PATH (scip-python, scip-typescript).
+        scip_indexers: Default::default(),
     };
     let mut worker = tokio::task::spawn_blocking({
         let (cancel, latest, root, db) = (cancel.clone(), latest.clone(), root.clone(), db.clone());
@@ -94,6 +96,9 @@ pub(crate) async fn run(data_dir: &std::path::Path, args: IndexArgs) -> anyhow::
                     report.definitions,
                     report.references,
                 );
+                for (language, backend) in &report.backends {
+                    println!("{language}: {} ({})", backend.backend, backend.why);
+                }
                 for failed in &report.failed {
                     eprintln!("weir: could not index {failed}");
                 }

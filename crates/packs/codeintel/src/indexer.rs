@@ -30,6 +30,7 @@ use crate::language::Language;
 use crate::manifest;
 use crate::repo;
 use crate::scip;
+use crate::scip_indexers::{self, LanguageBackend, ScipIndexers};
 use crate::store::{FileRow, KnownFile, Store, StoreError};
 
 /// Files larger than this are skipped: generated or vendored blobs, whose
@@ -52,6 +53,9 @@ pub struct IndexOptions {
     /// outside it, is not read (the report says so). For a caller, the operator's root the repository
     /// is in; `None`: the repository itself.
     pub git_boundary: Option<PathBuf>,
+    /// The SCIP indexers run for the repository's languages (by default
+    /// those on `PATH`; see [`ScipIndexers`]).
+    pub scip_indexers: ScipIndexers,
 }
 
 /// Where an index run stands, as it goes.
@@ -99,6 +103,9 @@ pub struct IndexReport {
     pub scip_documents: u64,
     /// Occurrences read from `index.scip`.
     pub scip_occurrences: u64,
+    /// Per language: where its references come from (a SCIP indexer, the
+    /// repository's `index.scip`, or the tags) and why.
+    pub backends: BTreeMap<String, LanguageBackend>,
     /// Packages the manifests declare (`Cargo.toml`, `package.json`,
     /// `pyproject.toml`, `go.mod`).
     pub packages: u64,
@@ -272,7 +279,10 @@ pub fn index_repository(
     }
     known.clear();
     ingest_manifests(&store, root, &manifests, &mut report)?;
-    ingest_scip(&store, root, options.force, &mut report)?;
+    ingest_scip(&store, root, db, options, cancel, &mut report)?;
+    if cancel.load(Ordering::Relaxed) != 0 {
+        return Err(IndexError::Cancelled { done, total });
+    }
     let boundary = options.git_boundary.as_deref().unwrap_or(root);
     let git = match git::discover(root, boundary) {
         git::Found::Dir(dir) => Some(dir),
@@ -575,18 +585,21 @@ fn ingest_manifests(
         .map_err(|e| store.error(e))
 }
 
-/// Reads the repository's `index.scip` into the index when it changed
-/// (by modification time and size), or drops what an index.scip that is
-/// gone left. A file that does not decode is reported, not fatal: the
-/// tags still answer.
+/// Reads the SCIP data into the index: the repository's own `index.scip`
+/// and what the SCIP indexers wrote (run now if their files changed; see
+/// `scip_indexers.rs`), merged, the repository's first. Re-read only when
+/// one of them changed; what a part that is gone left is dropped. A part
+/// that does not decode is reported, not fatal: the tags still answer.
 fn ingest_scip(
     store: &Store,
     root: &Path,
-    force: bool,
+    db: &Path,
+    options: &IndexOptions,
+    cancel: &AtomicUsize,
     report: &mut IndexReport,
 ) -> Result<(), StoreError> {
     let path = root.join(scip::FILE_NAME);
-    let stamp = std::fs::symlink_metadata(&path).ok().map(|m| {
+    let supplied = std::fs::symlink_metadata(&path).ok().map(|m| {
         let mtime = m
             .modified()
             .ok()
@@ -594,29 +607,73 @@ fn ingest_scip(
             .map_or(0, |d| d.as_nanos());
         format!("{mtime}:{}", m.len())
     });
+    let (mut outcomes, skipped) = scip_indexers::run_all(
+        store,
+        root,
+        db,
+        &options.scip_indexers,
+        options.force,
+        cancel,
+    )?;
+    let stamp_of = |outcomes: &[scip_indexers::Outcome]| {
+        let mut stamp = supplied.clone().unwrap_or_default();
+        for outcome in outcomes.iter().filter(|o| o.result.is_ok()) {
+            stamp.push_str(&format!("|{}:{}", outcome.indexer.name(), outcome.stamp));
+        }
+        (!stamp.is_empty()).then_some(stamp)
+    };
     let known = store.meta("scip_stamp").filter(|s| !s.is_empty());
-    if force || stamp != known {
-        let index = match &stamp {
-            Some(_) => match scip::read(scip::FILE_NAME, root) {
-                Ok(index) => Some(index),
-                Err(error) => {
-                    report.failed.push(error.to_string());
-                    None
-                }
-            },
-            None => None,
-        };
+    if options.force || stamp_of(&outcomes) != known {
+        let mut parts = Vec::new();
+        if supplied.is_some() {
+            match scip::read(scip::FILE_NAME, root) {
+                Ok(index) => parts.push((scip::FILE_NAME.to_owned(), index)),
+                Err(error) => report.failed.push(error.to_string()),
+            }
+        }
+        for outcome in &mut outcomes {
+            let Ok(file) = &outcome.result else { continue };
+            let name = outcome.indexer.name();
+            let read = std::fs::read(file)
+                .map_err(|e| format!("{name}'s index cannot be read: {e}"))
+                .and_then(|bytes| {
+                    scip::parse(&bytes)
+                        .map_err(|e| format!("{name} wrote an index that does not decode: {e}"))
+                });
+            match read {
+                Ok(index) => parts.push((name.to_owned(), index)),
+                Err(why) => outcome.result = Err(why),
+            }
+        }
+        let merged = (!parts.is_empty()).then(|| scip::merge(parts, root));
+        let mut covered: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for (path, source) in merged.iter().flat_map(|(_, sources)| sources) {
+            if let Some(language) = Language::of(Path::new(path)) {
+                *covered
+                    .entry(source.clone())
+                    .or_default()
+                    .entry(language.name().to_owned())
+                    .or_default() += 1;
+            }
+        }
+        let index = merged.map(|(index, _)| index);
         store
             .conn
             .execute_batch("BEGIN")
             .map_err(|e| store.error(e))?;
         store.replace_scip(index.as_ref())?;
-        let stamp = if index.is_some() { stamp } else { None };
+        let stamp = if index.is_some() {
+            stamp_of(&outcomes)
+        } else {
+            None
+        };
         store.set_meta("scip_stamp", stamp.as_deref().unwrap_or(""))?;
         // Kept, so every later run (which reads the file only when it
         // changed) still reports what was dropped.
         let dropped = index.as_ref().map(|i| i.dropped.join("\n"));
         store.set_meta("scip_dropped", dropped.as_deref().unwrap_or(""))?;
+        let covered = serde_json::to_string(&covered).expect("serializes");
+        store.set_meta("scip_covered", &covered)?;
         store
             .conn
             .execute_batch("COMMIT")
@@ -643,7 +700,84 @@ fn ingest_scip(
         ));
     }
     report.scip_occurrences = count("SELECT COUNT(*) FROM scip_occurrences")?;
+    report.backends = backends(store, &outcomes, &skipped)?;
+    for outcome in &outcomes {
+        if let Err(why) = &outcome.result {
+            report.warnings.push(format!(
+                "{why}; {} answer from the tags",
+                outcome.indexer.languages().join("/")
+            ));
+        }
+    }
     Ok(())
+}
+
+/// Where each language's references come from: its indexer when that
+/// covered some of its files, else the repository's `index.scip` when that
+/// did, else the tags; with why.
+fn backends(
+    store: &Store,
+    outcomes: &[scip_indexers::Outcome],
+    skipped: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, LanguageBackend>, StoreError> {
+    let covered: BTreeMap<String, BTreeMap<String, u64>> = store
+        .meta("scip_covered")
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default();
+    let covered_by = |source: &str, language: &str| {
+        covered
+            .get(source)
+            .and_then(|by| by.get(language))
+            .copied()
+            .unwrap_or(0)
+    };
+    let mut statement = store
+        .conn
+        .prepare("SELECT language, COUNT(*) FROM files GROUP BY language")
+        .map_err(|e| store.error(e))?;
+    let languages: Vec<(String, u64)> = statement
+        .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))
+        .map_err(|e| store.error(e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| store.error(e))?;
+    let mut out = BTreeMap::new();
+    for (language, files) in languages {
+        let indexer = scip_indexers::Indexer::of(&language);
+        let outcome = outcomes.iter().find(|o| Some(o.indexer) == indexer);
+        let supplied = covered_by(scip::FILE_NAME, &language);
+        let backend = match outcome {
+            Some(o) if o.result.is_ok() && covered_by(o.indexer.name(), &language) > 0 => {
+                let n = covered_by(o.indexer.name(), &language);
+                LanguageBackend {
+                    backend: o.indexer.name().into(),
+                    why: format!("{}; {n} of {files} files", o.how),
+                    scip_files: n + supplied,
+                }
+            }
+            _ if supplied > 0 => LanguageBackend {
+                backend: scip::FILE_NAME.into(),
+                why: format!("the repository's index.scip covers {supplied} of {files} files"),
+                scip_files: supplied,
+            },
+            _ => LanguageBackend {
+                backend: "tags".into(),
+                why: match (outcome, indexer) {
+                    (Some(o), _) => match &o.result {
+                        Err(why) => why.clone(),
+                        Ok(_) => format!("{} indexed none of its files", o.indexer.name()),
+                    },
+                    (None, Some(_)) => skipped
+                        .get(&language)
+                        .cloned()
+                        .unwrap_or_else(|| "its indexer did not run".into()),
+                    (None, None) => "weir runs no SCIP indexer for it".into(),
+                },
+                scip_files: 0,
+            },
+        };
+        out.insert(language, backend);
+    }
+    Ok(out)
 }
 
 /// Reads git history for churn and co-change when HEAD moved since it was

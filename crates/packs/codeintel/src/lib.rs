@@ -22,8 +22,14 @@
 //! Go, Java, C, C++ and Ruby parsed on every core with each grammar's tags
 //! query (definitions with their docs and extent, references: call sites,
 //! type uses, implementations), and each file's identifiers kept for the
-//! text search. An `index.scip` at the root is read too (its occurrences
-//! with their exact symbols; again only when it changed), and so is git's
+//! text search. SCIP data is read too (occurrences with their exact
+//! symbols): an `index.scip` at the root, and the indexes the real SCIP
+//! indexers write when they are installed (`scip-python`,
+//! `scip-typescript`; rust-analyzer when the operator allows it), run for
+//! the repository's languages with a clean environment, bounded in time
+//! and output, writing into weir's data directory ([`ScipIndexers`];
+//! again only when their files changed). The report says which backend
+//! each language got and why. So is git's
 //! recent history (churn per file, files changed together; again only when
 //! HEAD moved). One SQLite file (WAL, FTS5) per repository in the pack's
 //! directory ([`index_file`]). Incremental by modification time, then
@@ -98,6 +104,7 @@ mod query;
 mod repo;
 mod schemas;
 mod scip;
+mod scip_indexers;
 mod store;
 mod tools;
 
@@ -110,6 +117,7 @@ use weir_runtime::{Pack, Roots, Tool};
 
 pub use indexer::{IndexError, IndexOptions, IndexProgress, IndexReport, index_repository};
 pub use repo::index_file;
+pub use scip_indexers::{LanguageBackend, ScipIndexers};
 pub use store::StoreError;
 
 /// The default of [`CodeIntelConfig::result_tokens`].
@@ -136,6 +144,8 @@ pub struct CodeIntelConfig {
     pub result_tokens: usize,
     /// Parser threads; 0 means one per core.
     pub threads: usize,
+    /// The SCIP indexers `index_repo` runs (by default those on `PATH`).
+    pub scip_indexers: ScipIndexers,
     /// The longest a run stays silent: after this long without an event
     /// (a long parse, a slow query), it reports a `progress` heartbeat, so
     /// clients and proxies that drop quiet streams keep it open.
@@ -153,6 +163,7 @@ impl CodeIntelConfig {
             page_bytes: 256 * 1024,
             result_tokens: DEFAULT_RESULT_TOKENS,
             threads: 0,
+            scip_indexers: ScipIndexers::default(),
             heartbeat: Duration::from_secs(15),
         }
     }

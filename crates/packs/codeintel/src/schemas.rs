@@ -276,6 +276,7 @@ pub(crate) fn index_report() -> Value {
             "dirty": {"type": "boolean"},
             "scip_documents": {"type": "integer", "description": "Files index.scip covers."},
             "scip_occurrences": {"type": "integer"},
+            "backends": {"type": "object", "description": "Per language: backend (scip-python, scip-typescript, rust-analyzer, index.scip, tags), why, scip_files.", "additionalProperties": {"type": "object"}},
             "git_commits": {"type": "integer", "description": "Recent commits read."},
             "warnings": {"type": "array", "items": {"type": "string"}, "description": "What was left out, and why."}
         },

@@ -81,28 +81,55 @@ pub(crate) enum ScipError {
     },
 }
 
-/// Reads the SCIP index at `path`; `root` is the repository, whose files
-/// give the names of local symbols and, for indexers that count UTF-16 or
-/// UTF-32 units, the byte columns.
-///
-/// `path` is the file inside `root`; it is opened without following a
-/// symlink out of `root` (an `index.scip` linked to another repository's
-/// is not read).
-pub(crate) fn read(path: &str, root: &Path) -> Result<ScipIndex, ScipError> {
+/// Reads the SCIP index at `path`, a file inside the repository `root`,
+/// to be [`merge`]d: opened without following a symlink out of `root` (an
+/// `index.scip` linked to another repository's is not read).
+pub(crate) fn read(path: &str, root: &Path) -> Result<Index, ScipError> {
     let bytes =
         repo::read_beneath(root, path, MAX_INDEX_BYTES).map_err(|source| ScipError::Read {
             path: path.to_owned(),
             source,
         })?;
-    decode(&bytes, root).map_err(|source| ScipError::Decode {
+    parse(&bytes).map_err(|source| ScipError::Decode {
         path: path.to_owned(),
         source,
     })
 }
 
-/// An `index.scip`'s bytes, decoded and converted; `root` as for [`read`].
+/// An `index.scip`'s bytes, decoded and converted; `root` is the
+/// repository, whose files give the names of local symbols and, for
+/// indexers that count UTF-16 or UTF-32 units, the byte columns.
+#[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
 pub(crate) fn decode(bytes: &[u8], root: &Path) -> Result<ScipIndex, protobuf::Error> {
     Ok(convert(Index::parse_from_bytes(bytes)?, root))
+}
+
+/// Several indexes read as one (the repository's own `index.scip`, then
+/// the indexers' outputs): a document a former part covers is left out of
+/// later ones. With each kept document's source, by path.
+pub(crate) fn merge(
+    parts: Vec<(String, Index)>,
+    root: &Path,
+) -> (ScipIndex, HashMap<String, String>) {
+    let mut merged = Index::new();
+    let mut sources: HashMap<String, String> = HashMap::new();
+    for (source, index) in parts {
+        for document in index.documents {
+            let path = document.relative_path.replace('\\', "/");
+            if sources.contains_key(&path) {
+                continue;
+            }
+            sources.insert(path, source.clone());
+            merged.documents.push(document);
+        }
+        merged.external_symbols.extend(index.external_symbols);
+    }
+    (convert(merged, root), sources)
+}
+
+/// An index's bytes, decoded.
+pub(crate) fn parse(bytes: &[u8]) -> Result<Index, protobuf::Error> {
+    Index::parse_from_bytes(bytes)
 }
 
 /// The largest `index.scip` read (a big monorepo's is a few hundred MB).
