@@ -127,13 +127,19 @@ fn an_indexers_output_is_read_and_its_language_labelled() {
     for name in ["PATH=/usr/bin:/bin", "HOME=", "TMPDIR="] {
         let line = env.lines().find(|l| l.starts_with(name)).expect(name);
         if name != "PATH=/usr/bin:/bin" {
-            assert!(line[name.len()..].starts_with(&data.display().to_string()), "{line}");
+            assert!(
+                line[name.len()..].starts_with(&data.display().to_string()),
+                "{line}"
+            );
         }
     }
     let cwd = std::fs::read_to_string(setup.path("log.cwd")).unwrap();
     assert_eq!(cwd.trim(), setup.repo.display().to_string());
     let args = std::fs::read_to_string(setup.path("log.args")).unwrap();
-    assert!(args.contains(&format!("--output {}", data.display())), "{args}");
+    assert!(
+        args.contains(&format!("--output {}", data.display())),
+        "{args}"
+    );
     let mut in_repo: Vec<_> = walk(&setup.repo);
     in_repo.sort();
     assert_eq!(in_repo, ["pkg/a.py", "pkg/b.py"]);
@@ -144,7 +150,10 @@ fn an_indexers_output_is_read_and_its_language_labelled() {
     let again = setup.index(with_program(&program, Duration::from_secs(60)));
     assert_eq!(setup.runs(), 1);
     assert_eq!(again.backends["python"].backend, "scip-python");
-    assert!(again.backends["python"].why.contains("not rerun"), "{again:?}");
+    assert!(
+        again.backends["python"].why.contains("not rerun"),
+        "{again:?}"
+    );
     assert_eq!(again.scip_documents, 2);
 
     // A file changed: run again.
@@ -165,7 +174,12 @@ fn a_failure_says_why_and_the_language_stays_on_the_tags() {
         "{python:?}"
     );
     assert_eq!(report.scip_documents, 0);
-    assert!(report.warnings.iter().any(|w| w.contains("cannot be analysed")));
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("cannot be analysed"))
+    );
     // Its files unchanged: the failure stands, it is not run again.
     let again = setup.index(with_program(&program, Duration::from_secs(60)));
     assert_eq!(setup.runs(), 1);
@@ -176,10 +190,7 @@ fn a_failure_says_why_and_the_language_stays_on_the_tags() {
 fn a_time_out_kills_the_indexer_and_what_it_started() {
     let setup = Setup::new();
     let pid = setup.path("child.pid");
-    let program = setup.program(&format!(
-        "sleep 300 &\necho $! > {}\nwait",
-        pid.display()
-    ));
+    let program = setup.program(&format!("sleep 300 &\necho $! > {}\nwait", pid.display()));
     let started = Instant::now();
     let report = setup.index(with_program(&program, Duration::from_secs(1)));
     assert!(started.elapsed() < Duration::from_secs(20));
