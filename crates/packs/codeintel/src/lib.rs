@@ -10,9 +10,11 @@
 //! through its `RunContext`; it never knows whether its caller speaks MCP.
 //! Its own answers are *syntactic* (what tree-sitter's tags queries and
 //! the text show); they are *exact* only where a compiler-grade indexer
-//! left an `index.scip` at the repository's root, and every answer says
-//! which in its provenance (`completeness`: `exact`, `mixed`, `syntactic`).
-//! It depends on `weir-core` and `weir-runtime`, never on an MCP crate, a
+//! covered the files (one weir ran, see [`ScipIndexers`], or an
+//! `index.scip` at the repository's root), and every answer says which in
+//! its provenance (`completeness`: `exact`, `mixed`, `syntactic`).
+//! It depends on `weir-core`, `weir-runtime` and `weir-proc` (to kill an
+//! indexer's process group), never on an MCP crate, a
 //! store or another pack; tree-sitter, its grammars, `ignore` and rusqlite
 //! stay in this crate.
 //!
