@@ -19,6 +19,8 @@ mod cli;
 #[cfg(feature = "codeintel")]
 mod codeintel;
 #[cfg(feature = "codeintel")]
+mod codeintel_host; // issue 23: Claude Code pages find_references by the cursor
+#[cfg(feature = "codeintel")]
 mod codeintel_scip; // issue 23's ground truth: weir against scip-python
 #[cfg(feature = "codeintel")]
 mod codeintel_truth; // issue 23's acceptance on this repository
