@@ -119,8 +119,15 @@ impl Indexer {
     }
 
     /// Its arguments, with the repository at `root`, the index going to
-    /// `output` and scratch files in `scratch`.
-    fn args(self, root: &Path, output: &Path, scratch: &Path) -> std::io::Result<Vec<OsString>> {
+    /// `output`, scratch files in `scratch` and `files` the repository's
+    /// files of its languages that weir indexed.
+    fn args(
+        self,
+        root: &Path,
+        output: &Path,
+        scratch: &Path,
+        files: &[String],
+    ) -> std::io::Result<Vec<OsString>> {
         let mut args: Vec<OsString> = Vec::new();
         match self {
             Indexer::Python => {
@@ -146,13 +153,13 @@ impl Indexer {
                 args.extend(["--output".into(), output.into()]);
                 if !root.join("tsconfig.json").is_file() {
                     // What --infer-tsconfig would write into the repository,
-                    // written here instead.
+                    // written here instead, naming the files weir indexed
+                    // (so .gitignore'd and vendored trees stay out).
                     let config = scratch.join("tsconfig.json");
-                    let root = root.display().to_string();
+                    let files: Vec<PathBuf> = files.iter().map(|f| root.join(f)).collect();
                     let tsconfig = serde_json::json!({
                         "compilerOptions": {"allowJs": true, "noEmit": true},
-                        "include": [format!("{root}/**/*")],
-                        "exclude": [format!("{root}/node_modules")],
+                        "files": files,
                     });
                     std::fs::write(&config, tsconfig.to_string())?;
                     args.push(config.into());
@@ -199,6 +206,15 @@ pub(crate) struct Outcome {
     pub(crate) how: String,
     /// What it saw: changes when its program or its files do.
     pub(crate) stamp: String,
+}
+
+/// One indexer to run on one repository.
+struct Job<'a> {
+    root: &'a Path,
+    config: &'a ScipIndexers,
+    indexer: Indexer,
+    program: &'a Path,
+    cancel: &'a AtomicUsize,
 }
 
 /// What is kept of an indexer's last run.
@@ -259,9 +275,14 @@ pub(crate) fn run_all(
         if cancel.load(Ordering::Relaxed) != 0 {
             break;
         }
-        outcomes.push(run_one(
-            store, root, db, config, indexer, &program, &present, force, cancel,
-        )?);
+        let job = Job {
+            root,
+            config,
+            indexer,
+            program: &program,
+            cancel,
+        };
+        outcomes.push(run_one(store, db, &job, &present, force)?);
     }
     Ok((outcomes, skipped))
 }
@@ -363,21 +384,17 @@ pub(crate) fn work_dir(db: &Path) -> PathBuf {
     db.with_extension("scip.d")
 }
 
-/// Runs `indexer`, unless what it sees is what it saw last time.
-#[allow(clippy::too_many_arguments)]
+/// Runs the job's indexer, unless what it sees is what it saw last time.
 fn run_one(
     store: &Store,
-    root: &Path,
     db: &Path,
-    config: &ScipIndexers,
-    indexer: Indexer,
-    program: &Path,
+    job: &Job,
     languages: &[&str],
     force: bool,
-    cancel: &AtomicUsize,
 ) -> Result<Outcome, StoreError> {
+    let (indexer, root, cancel) = (job.indexer, job.root, job.cancel);
     let name = indexer.name();
-    let stamp = stamp(store, program, languages)?;
+    let (stamp, files) = stamp(store, job.program, languages)?;
     let work = work_dir(db);
     let output = work.join(format!("{name}.scip"));
     let key = format!("scip_indexer:{name}");
@@ -403,7 +420,7 @@ fn run_one(
         });
     }
     let started = Instant::now();
-    let ran = run(root, config, indexer, program, &work, &output, cancel);
+    let ran = run(job, &files, &work, &output);
     let seconds = started.elapsed().as_secs_f64();
     let (result, how) = match ran {
         Ok(()) => (Ok(output), format!("ran in {seconds:.1} s")),
@@ -435,8 +452,13 @@ fn run_one(
 }
 
 /// What `indexer` sees: its program (path, size, time) and the content of
-/// its languages' files.
-fn stamp(store: &Store, program: &Path, languages: &[&str]) -> Result<String, StoreError> {
+/// its languages' files; and those files.
+fn stamp(
+    store: &Store,
+    program: &Path,
+    languages: &[&str],
+) -> Result<(String, Vec<String>), StoreError> {
+    let mut files = Vec::new();
     let mut hasher = Sha256::new();
     hasher.update(program.as_os_str().as_encoded_bytes());
     if let Ok(m) = std::fs::metadata(program) {
@@ -458,44 +480,35 @@ fn stamp(store: &Store, program: &Path, languages: &[&str]) -> Result<String, St
         .query(rusqlite::params_from_iter(languages))
         .map_err(|e| store.error(e))?;
     while let Some(row) = rows.next().map_err(|e| store.error(e))? {
+        files.push(row.get::<_, String>(0).map_err(|e| store.error(e))?);
         for column in 0..2 {
             let value = row.get_ref(column).map_err(|e| store.error(e))?;
             hasher.update(value.as_bytes().unwrap_or_default());
             hasher.update([0]);
         }
     }
-    Ok(hasher.finalize()[..12]
+    let stamp = hasher.finalize()[..12]
         .iter()
         .map(|b| format!("{b:02x}"))
-        .collect())
+        .collect();
+    Ok((stamp, files))
 }
 
 /// Runs the indexer once: its index to `output` (through a temporary file
 /// renamed when it succeeded), its scratch directory removed after.
-fn run(
-    root: &Path,
-    config: &ScipIndexers,
-    indexer: Indexer,
-    program: &Path,
-    work: &Path,
-    output: &Path,
-    cancel: &AtomicUsize,
-) -> Result<(), String> {
-    let name = indexer.name();
+fn run(job: &Job, files: &[String], work: &Path, output: &Path) -> Result<(), String> {
+    let name = job.indexer.name();
     let scratch = work.join(format!("{name}.run"));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch)
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let partial = work.join(format!("{name}.scip.partial"));
     let _ = std::fs::remove_file(&partial);
-    let result = indexer
-        .args(root, &partial, &scratch)
+    let result = job
+        .indexer
+        .args(job.root, &partial, &scratch, files)
         .map_err(|e| format!("cannot write its configuration: {e}"))
-        .and_then(|args| {
-            supervise(
-                root, config, indexer, program, &args, &scratch, &partial, cancel,
-            )
-        })
+        .and_then(|args| supervise(job, &args, &scratch, &partial))
         .and_then(|()| {
             std::fs::rename(&partial, output).map_err(|e| format!("wrote no index ({e})"))
         });
@@ -506,18 +519,15 @@ fn run(
 
 /// Starts the program and waits for it within the bounds; Ok when it
 /// exited 0.
-#[allow(clippy::too_many_arguments)]
-fn supervise(
-    root: &Path,
-    config: &ScipIndexers,
-    indexer: Indexer,
-    program: &Path,
-    args: &[OsString],
-    scratch: &Path,
-    partial: &Path,
-    cancel: &AtomicUsize,
-) -> Result<(), String> {
+fn supervise(job: &Job, args: &[OsString], scratch: &Path, partial: &Path) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
+    let Job {
+        root,
+        config,
+        indexer,
+        program,
+        cancel,
+    } = *job;
     let name = indexer.name();
     let mut command = Command::new(program);
     command

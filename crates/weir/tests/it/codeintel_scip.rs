@@ -368,3 +368,51 @@ fn find_references_against_scip_pythons_occurrences() {
 /// right), recall 0.983 (118 expected); less a margin.
 const TAGS_PRECISION_FLOOR: f64 = 0.25;
 const TAGS_RECALL_FLOOR: f64 = 0.93;
+
+/// scip-typescript, run by weir on a repository with no tsconfig.json (one
+/// is made in the data directory, naming the files weir indexed, so the
+/// .gitignore'd tree stays out and nothing is written into the
+/// repository): two `area` methods told apart, TypeScript and JavaScript
+/// alike.
+#[test]
+fn scip_typescript_tells_same_named_methods_apart() {
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path().join("shapes");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::create_dir_all(repo.join("generated")).unwrap();
+    std::fs::write(
+        repo.join("src/shapes.ts"),
+        "export class Circle {\n  area(): number { return 3; }\n}\nexport class Square {\n  area(): number { return 4; }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("src/main.ts"),
+        "import { Circle, Square } from './shapes';\nconst c = new Circle();\nconst s = new Square();\nconsole.log(c.area(), s.area());\nconsole.log(c.area());\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join(".gitignore"), "generated/\n").unwrap();
+    std::fs::write(
+        repo.join("generated/big.ts"),
+        "import { Circle } from '../src/shapes';\nnew Circle().area();\n",
+    )
+    .unwrap();
+    let repo = repo.canonicalize().unwrap();
+    let weir = Weir {
+        data: tempfile::tempdir().unwrap(),
+        path: format!("{}:{}", indexers().display(), path_without_indexers()),
+        repo: repo.clone(),
+    };
+    let report = weir.index();
+    let typescript = &report["backends"]["typescript"];
+    assert_eq!(typescript["backend"], "scip-typescript", "{report}");
+    assert_eq!(typescript["scip_files"], 2, "{report}");
+    assert!(!repo.join("tsconfig.json").exists());
+
+    let (uses, summary) = weir.references("src/shapes.ts:2:area");
+    assert_eq!(summary["provenance"]["completeness"], "exact", "{summary}");
+    let expected: BTreeSet<(String, u32)> =
+        [("src/main.ts".to_owned(), 4), ("src/main.ts".to_owned(), 5)].into();
+    assert_eq!(uses, expected, "{summary}");
+    let (uses, _) = weir.references("src/shapes.ts:5:area");
+    assert_eq!(uses, [("src/main.ts".to_owned(), 4)].into());
+}
