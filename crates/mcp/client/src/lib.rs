@@ -149,6 +149,13 @@ impl Client {
         call::start(self.server.clone(), tool.to_owned(), arguments, options)
     }
 
+    /// Why the connection is known to be over, without a request: a stdio
+    /// server that exited (with its status and the end of its stderr).
+    /// `None` while it is not known to be (over HTTP, until a request fails).
+    pub fn gone(&self) -> Option<ClientError> {
+        self.server.connection.gone()
+    }
+
     /// Ends the connection: closes the server's stdin and waits for it to
     /// exit (stdio), or ends the HTTP session.
     pub async fn close(self) {

@@ -87,6 +87,15 @@ impl Connection {
         matches!(self, Connection::Stdio(_))
     }
 
+    /// Why the connection is known to be over: a stdio server that exited.
+    /// `None` while it is not known to be (HTTP: until a request fails).
+    pub(crate) fn gone(&self) -> Option<ClientError> {
+        match self {
+            Connection::Stdio(stdio) => stdio.gone(),
+            Connection::Http(_) => None,
+        }
+    }
+
     /// Ends the session: closes the server's stdin and waits for it to exit
     /// (stdio), or deletes the HTTP session.
     pub(crate) async fn close(&self) {

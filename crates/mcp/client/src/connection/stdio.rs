@@ -178,6 +178,11 @@ impl StdioConnection {
         })
     }
 
+    /// Why the server is gone, once it exited (its stdout closed).
+    pub(crate) fn gone(&self) -> Option<ClientError> {
+        self.shared.gone()
+    }
+
     /// Sends a request; its exchange gets its response and the notifications
     /// carrying `tokens`.
     pub(crate) async fn request(
