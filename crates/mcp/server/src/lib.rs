@@ -77,5 +77,5 @@ mod wire;
 
 pub use handlers::tools::builtin_tool_names;
 pub use server::McpServer;
-pub use state::ServerConfig;
+pub use state::{ServerConfig, StatusPart};
 pub use weir_mcp_wire::revision::SUPPORTED_VERSIONS;

@@ -36,6 +36,28 @@ pub struct ServerConfig {
     /// `tools/list`, and a call of one is answered as a call of a tool
     /// that does not exist. Empty by default.
     pub hidden_tools: std::collections::BTreeSet<String>,
+    /// More of `get_status`'s answer, from the program that embeds the
+    /// server (weir's binary: its upstreams' health), read at each call.
+    /// Empty by default.
+    pub status_parts: Vec<StatusPart>,
+}
+
+/// One key of `get_status`'s answer that the embedding program reports:
+/// `report` is called at each `get_status`, so it must not block.
+#[derive(Clone)]
+pub struct StatusPart {
+    /// The key in `get_status`'s structured answer.
+    pub key: String,
+    /// Its value, now.
+    pub report: Arc<dyn Fn() -> Value + Send + Sync>,
+}
+
+impl std::fmt::Debug for StatusPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatusPart")
+            .field("key", &self.key)
+            .finish()
+    }
 }
 
 impl Default for ServerConfig {
@@ -49,6 +71,7 @@ impl Default for ServerConfig {
             instructions: None,
             defer_after: None,
             hidden_tools: std::collections::BTreeSet::new(),
+            status_parts: Vec::new(),
         }
     }
 }

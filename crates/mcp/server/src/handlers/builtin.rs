@@ -381,7 +381,7 @@ async fn answer(
                 .filter(|t| t.streams && caller.may_call(&t.name))
                 .map(|t| t.name.as_str())
                 .collect();
-            Ok(Ok(json!({
+            let mut status = json!({
                 "name": state.config.name,
                 "version": state.config.version,
                 "protocolVersions": SUPPORTED_VERSIONS,
@@ -395,7 +395,11 @@ async fn answer(
                     "resumable": "Last-Event-ID on the call's SSE stream (2025-11-25)",
                 },
                 "streamingTools": streaming,
-            })))
+            });
+            for part in &state.config.status_parts {
+                status[&part.key] = (part.report)();
+            }
+            Ok(Ok(status))
         }
         _ => {
             let run_id = match run_id_arg(arguments) {
