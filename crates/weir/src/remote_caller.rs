@@ -9,16 +9,22 @@
 //! for a stdio upstream, one session for HTTP), made at the first need and
 //! made again at the next call after it broke (the process died, the
 //! session was lost): a call in flight when it breaks fails with the
-//! client's message, once. Dropping a call cancels it on the other server
-//! (the client's `CallStream` does that).
+//! client's message, once. A stdio upstream that dies is also started
+//! again by itself, after a backoff (1 s, doubling to 1 min while it keeps
+//! dying within a minute of its start), so that it is ready before the
+//! next call. Dropping a call cancels it on the other server (the client's
+//! `CallStream` does that). Each upstream's limits (at most N calls at
+//! once, a time limit per call) apply here, and what happened to it is
+//! kept as its health, for `get_status`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use serde_json::Value;
-use tokio::sync::{Mutex, mpsc};
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, Semaphore, mpsc};
 use weir_client::{
     CallEvent, CallOptions, Client, ClientError, ClientOptions, StdioCommand, Target,
 };
@@ -28,27 +34,162 @@ use weir_core::{
 };
 use weir_runtime::RemoteCaller;
 
-use crate::upstreams::{Upstream, Upstreams};
+use crate::upstreams::{Limits, Upstream, Upstreams};
+
+/// The first wait before starting a dead stdio upstream again.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between starts.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// A server that ran this long before dying starts again after the first
+/// backoff: it was not crash-looping.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+/// How often a stdio upstream's supervisor looks whether it died.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
 
 /// Calls the declared upstreams with weir's client.
 pub(crate) struct ClientCaller {
     upstreams: Arc<Upstreams>,
-    /// The open connection of each upstream, by name; `None` until needed
-    /// or after it broke.
-    connections: BTreeMap<String, Mutex<Option<Arc<Client>>>>,
+    /// Each upstream's connection, limits and health, by name.
+    slots: BTreeMap<String, Arc<Slot>>,
+}
+
+/// One upstream as weir keeps it.
+struct Slot {
+    upstream: Upstream,
+    limits: Limits,
+    /// The open connection; `None` until needed or after it broke.
+    client: Mutex<Option<Arc<Client>>>,
+    /// `limits.max_concurrent` calls' permits.
+    permits: Option<Semaphore>,
+    health: std::sync::Mutex<Health>,
+    /// A stdio upstream's supervisor runs (from its first start on).
+    supervised: AtomicBool,
+    /// weir is closing: no more starts.
+    closed: AtomicBool,
+}
+
+/// What happened to an upstream, as `get_status` tells it.
+#[derive(Clone, Debug, Default)]
+struct Health {
+    /// `not started`, `up`, `down` (died or unreachable) or `restarting`.
+    state: &'static str,
+    /// Since when (Unix ms) it is in that state.
+    since_ms: u64,
+    calls: u64,
+    in_flight: u64,
+    failed: u64,
+    /// Starts after the first.
+    restarts: u64,
+    /// The newest failure to reach it or of its process.
+    last_error: Option<String>,
+    /// A restart is due then (Unix ms).
+    next_start_ms: Option<u64>,
+}
+
+impl Slot {
+    fn new(upstream: Upstream, limits: Limits) -> Slot {
+        Slot {
+            upstream,
+            limits,
+            client: Mutex::new(None),
+            permits: limits.max_concurrent.map(Semaphore::new),
+            health: std::sync::Mutex::new(Health {
+                state: "not started",
+                since_ms: weir_runtime::now_ms(),
+                ..Health::default()
+            }),
+            supervised: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records the state it is now in.
+    fn now(&self, state: &'static str, error: Option<String>) {
+        let mut health = self.health();
+        if health.state != state {
+            health.state = state;
+            health.since_ms = weir_runtime::now_ms();
+        }
+        if error.is_some() {
+            health.last_error = error;
+        }
+        if state != "restarting" {
+            health.next_start_ms = None;
+        }
+    }
+
+    /// `get_status`'s account of it.
+    fn status(&self) -> Value {
+        let health = self.health().clone();
+        let transport = match &self.upstream {
+            Upstream::Stdio { .. } => "stdio",
+            Upstream::Http { .. } => "http",
+        };
+        json!({
+            "transport": transport,
+            "state": health.state,
+            "since": weir_core::iso8601(health.since_ms),
+            "calls": health.calls,
+            "inFlight": health.in_flight,
+            "failed": health.failed,
+            "restarts": health.restarts,
+            "lastError": health.last_error,
+            "nextStart": health.next_start_ms.map(weir_core::iso8601),
+            "maxConcurrent": self.limits.max_concurrent,
+            "timeoutSeconds": self.limits.timeout.map(|t| t.as_secs_f64()),
+        })
+    }
+}
+
+/// Counts a call in flight until dropped.
+struct InFlight<'a>(&'a Slot);
+
+impl<'a> InFlight<'a> {
+    fn start(slot: &'a Slot) -> InFlight<'a> {
+        let mut health = slot.health();
+        health.calls += 1;
+        health.in_flight += 1;
+        InFlight(slot)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.health().in_flight -= 1;
+    }
 }
 
 impl ClientCaller {
     pub(crate) fn new(upstreams: Upstreams) -> ClientCaller {
-        let connections = upstreams
+        let slots = upstreams
             .names()
             .into_iter()
-            .map(|name| (name, Mutex::new(None)))
+            .filter_map(|name| {
+                let upstream = upstreams.get(&name)?.clone();
+                let limits = upstreams.limits(&name);
+                Some((name, Arc::new(Slot::new(upstream, limits))))
+            })
             .collect();
         ClientCaller {
             upstreams: Arc::new(upstreams),
-            connections,
+            slots,
         }
+    }
+
+    /// Every upstream's health, by name (`get_status`'s `upstreams`).
+    pub(crate) fn status(&self) -> Value {
+        let upstreams: serde_json::Map<String, Value> = self
+            .slots
+            .iter()
+            .map(|(name, slot)| (name.clone(), slot.status()))
+            .collect();
+        Value::Object(upstreams)
     }
 
     /// Every tool `server` offers, as it described it (`tools/list`).
@@ -66,8 +207,9 @@ impl ClientCaller {
     /// Ends every open connection (a stdio upstream's process is asked to
     /// exit: stdin closed, then SIGTERM, then SIGKILL).
     pub(crate) async fn close(&self) {
-        for slot in self.connections.values() {
-            let client = slot.lock().await.take();
+        for slot in self.slots.values() {
+            slot.closed.store(true, Ordering::SeqCst);
+            let client = slot.client.lock().await.take();
             if let Some(client) = client.and_then(Arc::into_inner) {
                 client.close().await;
             }
@@ -76,9 +218,7 @@ impl ClientCaller {
 
     /// The open connection to `server`, connecting if there is none.
     async fn client(&self, server: &str) -> Result<Arc<Client>, RunError> {
-        let (Some(upstream), Some(slot)) =
-            (self.upstreams.get(server), self.connections.get(server))
-        else {
+        let Some(slot) = self.slots.get(server) else {
             return Err(RunError::new(
                 FailureCode::InvalidArguments,
                 format!(
@@ -89,17 +229,27 @@ impl ClientCaller {
         };
         // Held while connecting: calls that arrive meanwhile share the one
         // connection rather than each starting a server.
-        let mut open = slot.lock().await;
+        let mut open = slot.client.lock().await;
         if let Some(client) = open.as_ref() {
             return Ok(client.clone());
         }
-        let (target, options) = target(upstream);
-        let client = Arc::new(
-            Client::connect(target, options)
-                .await
-                .map_err(|error| failed(server, &error))?,
-        );
+        let client = match connect(&slot.upstream).await {
+            Ok(client) => client,
+            Err(error) => {
+                slot.now("down", Some(error.to_string()));
+                return Err(failed(server, &error));
+            }
+        };
+        if slot.health().state != "not started" {
+            slot.health().restarts += 1;
+        }
+        slot.now("up", None);
         *open = Some(client.clone());
+        if matches!(slot.upstream, Upstream::Stdio { .. })
+            && !slot.supervised.swap(true, Ordering::SeqCst)
+        {
+            tokio::spawn(supervise(slot.clone(), client.clone()));
+        }
         Ok(client)
     }
 
@@ -109,11 +259,85 @@ impl ClientCaller {
         if !connection_lost(error) {
             return;
         }
-        if let Some(slot) = self.connections.get(server) {
-            let mut open = slot.lock().await;
+        if let Some(slot) = self.slots.get(server) {
+            let mut open = slot.client.lock().await;
             if open.as_ref().is_some_and(|open| Arc::ptr_eq(open, client)) {
                 *open = None;
+                slot.now("down", Some(error.to_string()));
             }
+        }
+    }
+}
+
+async fn connect(upstream: &Upstream) -> Result<Arc<Client>, ClientError> {
+    let (target, options) = target(upstream);
+    Ok(Arc::new(Client::connect(target, options).await?))
+}
+
+/// Keeps a stdio upstream running: when its process dies (idle or in a
+/// call), starts it again after a backoff, unless a call already did.
+async fn supervise(slot: Arc<Slot>, mut client: Arc<Client>) {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let started = Instant::now();
+        let error = loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            if slot.closed.load(Ordering::SeqCst) {
+                return;
+            }
+            if let Some(error) = client.gone() {
+                break error.to_string();
+            }
+            // A call found it broken and forgot it, or connected anew.
+            match slot.client.lock().await.as_ref() {
+                None => break "the connection broke".to_owned(),
+                Some(open) if !Arc::ptr_eq(open, &client) => client = open.clone(),
+                Some(_) => {}
+            }
+        };
+        {
+            let mut open = slot.client.lock().await;
+            if open.as_ref().is_some_and(|open| Arc::ptr_eq(open, &client)) {
+                *open = None;
+            }
+        }
+        slot.now("down", Some(error));
+        if started.elapsed() >= STABLE_AFTER {
+            backoff = FIRST_BACKOFF;
+        }
+        match restart(&slot, &mut backoff).await {
+            Some(restarted) => client = restarted,
+            None => return,
+        }
+    }
+}
+
+/// Starts the upstream again after `backoff` (doubled at each try), until
+/// it starts or a call started it meanwhile; `None` once weir closes.
+async fn restart(slot: &Slot, backoff: &mut Duration) -> Option<Arc<Client>> {
+    loop {
+        {
+            let mut health = slot.health();
+            health.next_start_ms = Some(weir_runtime::now_ms() + backoff.as_millis() as u64);
+        }
+        slot.now("restarting", None);
+        tokio::time::sleep(*backoff).await;
+        *backoff = (*backoff * 2).min(MAX_BACKOFF);
+        let mut open = slot.client.lock().await;
+        if slot.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        if let Some(client) = open.as_ref() {
+            return Some(client.clone());
+        }
+        match connect(&slot.upstream).await {
+            Ok(client) => {
+                slot.health().restarts += 1;
+                slot.now("up", None);
+                *open = Some(client.clone());
+                return Some(client);
+            }
+            Err(error) => slot.now("restarting", Some(error.to_string())),
         }
     }
 }
@@ -168,6 +392,68 @@ impl RemoteCaller for ClientCaller {
     }
 
     async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+        events: mpsc::Sender<EventKind>,
+    ) -> Result<Completed, RunError> {
+        let slot = self.slots.get(server);
+        let limits = slot.map(|slot| slot.limits).unwrap_or_default();
+        // The sooner of the caller's time limit and the upstream's.
+        let timeout = match (timeout, limits.timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let _permit = match slot.and_then(|slot| slot.permits.as_ref()) {
+            Some(permits) => Some(take_turn(server, permits, &events).await),
+            None => None,
+        };
+        let _counted = slot.map(|slot| InFlight::start(slot));
+        let outcome = self
+            .call_now(server, tool, arguments, timeout, events)
+            .await;
+        if outcome.is_err()
+            && let Some(slot) = slot
+        {
+            slot.health().failed += 1;
+        }
+        outcome
+    }
+}
+
+/// A permit of an upstream's `maxConcurrent`, said in the run's log when
+/// the call has to wait for it.
+async fn take_turn<'a>(
+    server: &str,
+    permits: &'a Semaphore,
+    events: &mpsc::Sender<EventKind>,
+) -> tokio::sync::SemaphorePermit<'a> {
+    if let Ok(permit) = permits.try_acquire() {
+        return permit;
+    }
+    let _ = events
+        .send(
+            Log {
+                level: LogLevel::Info,
+                stream: LogStream::default(),
+                text: format!(
+                    "waiting for a turn: the upstream {server} takes a limited number of calls at once (maxConcurrent)"
+                ),
+            }
+            .into(),
+        )
+        .await;
+    permits
+        .acquire()
+        .await
+        .expect("the semaphore is never closed")
+}
+
+impl ClientCaller {
+    /// One call, once its turn came.
+    async fn call_now(
         &self,
         server: &str,
         tool: &str,

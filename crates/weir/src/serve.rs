@@ -127,6 +127,7 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
             store: store.clone(),
             defer_after: args.defer_after.map(Duration::from_secs),
             hidden_tools,
+            status_parts: upstream_status(&caller),
             ..ServerConfig::default()
         },
     );
@@ -174,6 +175,19 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
     .await
     .with_context(|| format!("serving HTTP on {addr} (is the port in use? pick another with --http ADDR)"))?;
     Ok(Outcome::Completed)
+}
+
+/// `get_status`'s `upstreams`: each declared upstream's health, when there
+/// are any.
+fn upstream_status(caller: &Arc<ClientCaller>) -> Vec<weir_mcp::StatusPart> {
+    if weir_runtime::RemoteCaller::servers(caller.as_ref()).is_empty() {
+        return Vec::new();
+    }
+    let caller = caller.clone();
+    vec![weir_mcp::StatusPart {
+        key: "upstreams".into(),
+        report: Arc::new(move || caller.status()),
+    }]
 }
 
 /// Of `tools`, the pack `pack`'s, those `selection` serves, and their

@@ -11,6 +11,11 @@
 //! }}
 //! ```
 //!
+//! A server of the file may also say what weir does with it, in a `"weir"`
+//! object the other programs ignore: `{"maxConcurrent": N}` (at most N calls
+//! at once; more wait their turn) and `{"timeoutSeconds": S}` (a call that
+//! has not ended after S seconds fails as timed out).
+//!
 //! This is the one place declarations are read, so that everything built on
 //! upstreams reads them alike. What a declaration may not do, whoever
 //! writes it: forward weir's own credential ([`WEIR_OWN`] cannot be named
@@ -20,6 +25,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
@@ -38,6 +44,17 @@ pub(crate) const WRAPPED: &str = "wrapped";
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Upstreams {
     servers: BTreeMap<String, Upstream>,
+    limits: BTreeMap<String, Limits>,
+}
+
+/// What weir does with one upstream's calls (an upstreams file's `"weir"`):
+/// none of these unless said.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Limits {
+    /// At most this many calls at once; more wait their turn.
+    pub(crate) max_concurrent: Option<usize>,
+    /// A call that has not ended after this long fails as timed out.
+    pub(crate) timeout: Option<Duration>,
 }
 
 /// How one upstream is reached.
@@ -65,10 +82,11 @@ impl Upstreams {
         let env = |name: &str| std::env::var(name).ok();
         let mut upstreams = Upstreams::default();
         if let Some(path) = &args.upstreams_file {
-            for (name, upstream) in read_file(path, &env)? {
+            for (name, upstream, limits) in read_file(path, &env)? {
                 upstreams
-                    .declare(name, upstream)
+                    .declare(name.clone(), upstream)
                     .with_context(|| format!("in the upstreams file {}", path.display()))?;
+                upstreams.limits.insert(name, limits);
             }
         }
         for declaration in &args.upstream {
@@ -163,6 +181,11 @@ impl Upstreams {
     /// The upstream declared as `name`.
     pub(crate) fn get(&self, name: &str) -> Option<&Upstream> {
         self.servers.get(name)
+    }
+
+    /// What weir does with `name`'s calls.
+    pub(crate) fn limits(&self, name: &str) -> Limits {
+        self.limits.get(name).copied().unwrap_or_default()
     }
 }
 
@@ -287,7 +310,7 @@ fn split_words(line: &str) -> anyhow::Result<Vec<String>> {
 fn read_file(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
-) -> anyhow::Result<Vec<(String, Upstream)>> {
+) -> anyhow::Result<Vec<(String, Upstream, Limits)>> {
     let shown = path.display();
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the upstreams file {shown}"))?;
@@ -301,9 +324,10 @@ fn read_file(
         if server.get("disabled").and_then(Value::as_bool) == Some(true) {
             continue;
         }
-        let upstream =
-            from_json(server, env).with_context(|| format!("in {shown}, server {name:?}"))?;
-        declared.push((name.clone(), upstream));
+        let within = || format!("in {shown}, server {name:?}");
+        let upstream = from_json(server, env).with_context(within)?;
+        let limits = limits_of(server).with_context(within)?;
+        declared.push((name.clone(), upstream, limits));
     }
     Ok(declared)
 }
@@ -363,6 +387,44 @@ fn from_json(server: &Value, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Re
             "expected {{\"command\", \"args\"?, \"env\"?}} or {{\"url\", \"type\"?: \"http\", \"headers\"?}}"
         ),
     }
+}
+
+/// A server's `"weir"` object: `{"maxConcurrent"?: N ≥ 1, "timeoutSeconds"?: S > 0}`.
+fn limits_of(server: &Value) -> anyhow::Result<Limits> {
+    let Some(weir) = server.get("weir") else {
+        return Ok(Limits::default());
+    };
+    let Some(weir) = weir.as_object() else {
+        bail!("\"weir\" must be an object: {{\"maxConcurrent\"?: N, \"timeoutSeconds\"?: S}}");
+    };
+    if let Some(other) = weir
+        .keys()
+        .find(|key| !matches!(key.as_str(), "maxConcurrent" | "timeoutSeconds"))
+    {
+        bail!("\"weir\" has no key {other:?}: it takes \"maxConcurrent\" and \"timeoutSeconds\"");
+    }
+    let max_concurrent = weir
+        .get("maxConcurrent")
+        .map(|n| {
+            n.as_u64()
+                .filter(|n| *n >= 1)
+                .and_then(|n| usize::try_from(n).ok())
+                .context("\"weir.maxConcurrent\" must be a whole number, 1 or more")
+        })
+        .transpose()?;
+    let timeout = weir
+        .get("timeoutSeconds")
+        .map(|s| {
+            s.as_f64()
+                .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+                .map(Duration::from_secs_f64)
+                .context("\"weir.timeoutSeconds\" must be a number of seconds above 0")
+        })
+        .transpose()?;
+    Ok(Limits {
+        max_concurrent,
+        timeout,
+    })
 }
 
 /// `${VAR}` and `${VAR:-default}` replaced from the environment; an unset
@@ -473,6 +535,31 @@ mod tests {
             serde_json::json!({"command": "a", "url": "https://x"}),
         ] {
             assert!(from_json(&bad, &env).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_servers_weir_object_sets_its_limits() {
+        let server = serde_json::json!({"command": "srv", "weir": {"maxConcurrent": 2, "timeoutSeconds": 1.5}});
+        assert_eq!(
+            limits_of(&server).unwrap(),
+            Limits {
+                max_concurrent: Some(2),
+                timeout: Some(Duration::from_millis(1500))
+            }
+        );
+        assert_eq!(
+            limits_of(&serde_json::json!({"command": "srv"})).unwrap(),
+            Limits::default()
+        );
+        for bad in [
+            serde_json::json!({"weir": {"maxConcurrent": 0}}),
+            serde_json::json!({"weir": {"maxConcurrent": 1.5}}),
+            serde_json::json!({"weir": {"timeoutSeconds": -1}}),
+            serde_json::json!({"weir": {"timeout": 5}}),
+            serde_json::json!({"weir": 5}),
+        ] {
+            assert!(limits_of(&bad).is_err(), "{bad}");
         }
     }
 

@@ -611,3 +611,159 @@ fn a_tokens_file_grants_an_upstreams_tools_as_the_pack_upstream_name() {
     let _ = served.wait();
     assert!(first.contains("serving MCP at"), "{first}");
 }
+
+/// `get_status`'s account of the upstream `name`.
+fn upstream_status(peer: &mut Peer, name: &str) -> Value {
+    let status = peer.runs_tool("get_status", json!({}));
+    status["structuredContent"]["upstreams"][name].clone()
+}
+
+#[test]
+fn an_upstream_that_dies_idle_is_started_again_after_a_backoff_and_get_status_tells_it() {
+    let entry = everything_entry();
+    let entry = entry.to_str().unwrap();
+    let mut wrapped = Peer::wrap(&["--memory"], &["node", entry, "stdio"]);
+    let health = upstream_status(&mut wrapped, "wrapped");
+    assert_eq!(health["state"], "up", "{health}");
+    assert_eq!(health["restarts"], 0, "{health}");
+    let first = children(wrapped.child.id());
+    assert_eq!(first.len(), 1, "{first:?}");
+    let killed = Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-9", &first[0].to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    // No call asks for it: weir starts it again by itself, after 1 s.
+    let until = Instant::now() + Duration::from_secs(15);
+    let again = loop {
+        let now = children(wrapped.child.id());
+        if now.len() == 1 && now != first {
+            break now;
+        }
+        assert!(Instant::now() < until, "not started again: {now:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let after = killed.elapsed();
+    assert!(after >= Duration::from_millis(900), "{after:?}");
+    let health = loop {
+        let health = upstream_status(&mut wrapped, "wrapped");
+        if health["state"] == "up" || Instant::now() > until {
+            break health;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(health["state"], "up", "{health}");
+    assert_eq!(health["restarts"], 1, "{health}");
+    assert!(
+        health["lastError"].as_str().unwrap().contains("SIGKILL"),
+        "{health}"
+    );
+    let id = wrapped.call("echo", json!({"message": "back"}));
+    let (_, answer) = wrapped.reply(id, Duration::from_secs(30));
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "Echo: back",
+        "{answer}"
+    );
+    assert_eq!(children(wrapped.child.id()), again);
+    let health = upstream_status(&mut wrapped, "wrapped");
+    assert_eq!(
+        (health["calls"].clone(), health["failed"].clone()),
+        (json!(1), json!(0))
+    );
+    eprintln!("restarted {} ms after kill -9", after.as_millis());
+}
+
+#[test]
+fn an_upstreams_file_limits_its_calls_at_once_and_their_time() {
+    let entry = everything_entry();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("upstreams.json");
+    let declared = json!({"mcpServers": {"everything": {
+        "command": "node",
+        "args": [entry.to_str().unwrap(), "stdio"],
+        "weir": {"maxConcurrent": 1, "timeoutSeconds": 2}
+    }}});
+    std::fs::write(&file, declared.to_string()).unwrap();
+    let mut served = Peer::start(
+        WEIR,
+        &[
+            "serve",
+            "--stdio",
+            "--memory",
+            "--no-exec",
+            "--upstreams",
+            file.to_str().unwrap(),
+        ],
+    );
+    let health = upstream_status(&mut served, "everything");
+    assert_eq!(
+        (
+            health["maxConcurrent"].clone(),
+            health["timeoutSeconds"].clone()
+        ),
+        (json!(1), json!(2.0)),
+        "{health}"
+    );
+    // Past its time limit: failed as timed out.
+    let started = Instant::now();
+    let id = served.call(
+        "everything__trigger-long-running-operation",
+        json!({"duration": 6, "steps": 6}),
+    );
+    let (_, answer) = served.reply(id, Duration::from_secs(20));
+    let took = started.elapsed();
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"].to_string();
+    assert!(text.contains("did not end within 2s"), "{text}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Two calls at once: the second waits its turn, and its run says so.
+    let started = Instant::now();
+    let first = served.call(
+        "everything__trigger-long-running-operation",
+        json!({"duration": 1.5, "steps": 1}),
+    );
+    let second = served.call(
+        "everything__trigger-long-running-operation",
+        json!({"duration": 1.5, "steps": 1}),
+    );
+    let mut answers = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    while answers.len() < 2 {
+        let message = served.next(until.saturating_duration_since(Instant::now()));
+        if message.get("method").is_none() && [json!(first), json!(second)].contains(&message["id"])
+        {
+            answers.push(message);
+        }
+    }
+    let took = started.elapsed();
+    for answer in &answers {
+        assert_eq!(answer["result"]["isError"], Value::Null, "{answer}");
+    }
+    assert!(
+        took >= Duration::from_secs(3),
+        "both in {took:?}: not one at a time"
+    );
+    let runs = served.runs_tool("runs_list", json!({"limit": 2}));
+    let waited: Vec<bool> = runs["structuredContent"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["run_id"].as_str().unwrap().to_owned())
+        .map(|run_id| {
+            served.events(&run_id).iter().any(|event| {
+                event["type"] == "log"
+                    && event["text"]
+                        .as_str()
+                        .is_some_and(|text| text.contains("waiting for a turn"))
+            })
+        })
+        .collect();
+    assert_eq!(
+        waited.iter().filter(|waited| **waited).count(),
+        1,
+        "{waited:?}"
+    );
+}
