@@ -246,3 +246,43 @@ fn walk(dir: &Path) -> Vec<String> {
     }
     out
 }
+
+#[test]
+fn cancelling_the_index_run_kills_a_running_indexer() {
+    let setup = Setup::new();
+    let program = setup.program("exec sleep 300");
+    let cancel = std::sync::Arc::new(AtomicUsize::new(0));
+    let raise = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            cancel.store(1, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    let started = Instant::now();
+    let options = IndexOptions {
+        scip_indexers: with_program(&program, Duration::from_secs(600)),
+        ..IndexOptions::default()
+    };
+    let result = index_repository(
+        &setup.repo,
+        &setup.path("data/index.sqlite"),
+        &options,
+        &cancel,
+        &mut |_| {},
+    );
+    raise.join().unwrap();
+    assert!(
+        matches!(
+            result,
+            Err(weir_pack_codeintel::IndexError::Cancelled { .. })
+        ),
+        "{result:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // Cancelled is no outcome to keep: the next run runs it again.
+    let made = setup.path("made.scip");
+    let program = setup.program(&format!("cp {} \"$out\"", made.display()));
+    let report = setup.index(with_program(&program, Duration::from_secs(60)));
+    assert_eq!(report.backends["python"].backend, "scip-python");
+}
