@@ -27,8 +27,9 @@
 //! | [`RecordedRequest`], [`Protocol`] | what a client sent |
 //!
 //! **Turns.** Each model request takes the next turn, whatever its
-//! protocol: a text turn, a tool call (optionally after text), thinking
-//! then text, or an HTTP error (status and body, in the protocol's own
+//! protocol: a text turn, a tool call (optionally after text), a call of a
+//! tool in a namespace or of the client's tool search (codex's deferred MCP
+//! tools), thinking then text, or an HTTP error (status and body, in the protocol's own
 //! error shape unless a body is given). Requests that are not model turns
 //! (Anthropic's `count_tokens`, Gemini's `countTokens` and its model
 //! router's JSON requests) take none. A model request after the last turn
@@ -41,7 +42,7 @@
 //! | protocol | endpoint | streamed as |
 //! |---|---|---|
 //! | Anthropic Messages | `POST /v1/messages[?beta=true]`, `/v1/messages/count_tokens` | `message_start`, per block `content_block_start`, `ping`, `content_block_delta`s, `content_block_stop`; `message_delta` (`end_turn` / `tool_use`), `message_stop` |
-//! | OpenAI Responses | `POST /v1/responses` | `response.created`, `response.output_item.added`, `response.output_text.delta`…, `response.output_item.done` (`message`, `function_call`, `custom_tool_call`, `reasoning`), `response.completed` |
+//! | OpenAI Responses | `POST /v1/responses` | `response.created`, `response.output_item.added`, `response.output_text.delta`…, `response.output_item.done` (`message`, `function_call` (with `namespace` for a [`Turn::NamespacedCall`]), `custom_tool_call`, `tool_search_call`, `reasoning`), `response.completed` |
 //! | Gemini | `POST /v1beta/models/{m}:streamGenerateContent?alt=sse`, `:generateContent`, `:countTokens` | `data: {"candidates":[{"content":{"role":"model","parts":[…]}}]}` per delta, then `finishReason: STOP` and `usageMetadata` |
 //! | OpenAI Chat Completions | `POST /v1/chat/completions` | `data: {"choices":[{"delta":{…}}]}` per delta, `finish_reason`, `data: [DONE]` |
 //!

@@ -1,10 +1,11 @@
-//! The OpenAI Responses API as codex speaks it.
+//! The OpenAI Responses API as codex speaks it, its tool search and
+//! namespaced calls included.
 //! The events, in order: [`crate::Protocol::OpenAiResponses`].
 
 use serde_json::{Value, json};
 
 use crate::answer::{Answer, Frame, Request, sse, unix_seconds};
-use crate::script::{Block, Reply, Streaming};
+use crate::script::{Block, CallForm, Reply, Streaming};
 
 pub(crate) fn render(reply: &Reply, streaming: &Streaming, request: &Request) -> Answer {
     let seq = request.seq;
@@ -43,6 +44,19 @@ pub(crate) fn render(reply: &Reply, streaming: &Streaming, request: &Request) ->
                 (id, item)
             }
             Block::ToolCall {
+                form: CallForm::ToolSearch,
+                input,
+                ..
+            } => {
+                let id = format!("tsc_fake{seq:04}_{index}");
+                let item = json!({
+                    "id": id, "type": "tool_search_call", "status": "completed",
+                    "execution": "client", "call_id": format!("call_fake{seq:04}_{index}"),
+                    "arguments": input,
+                });
+                (id, item)
+            }
+            Block::ToolCall {
                 name,
                 input: Value::String(input),
                 ..
@@ -54,13 +68,19 @@ pub(crate) fn render(reply: &Reply, streaming: &Streaming, request: &Request) ->
                 });
                 (id, item)
             }
-            Block::ToolCall { name, pieces, .. } => {
+            Block::ToolCall {
+                name, pieces, form, ..
+            } => {
                 let id = format!("fc_fake{seq:04}_{index}");
-                let item = json!({
+                let mut item = json!({
                     "id": id, "type": "function_call", "status": "completed",
                     "call_id": format!("call_fake{seq:04}_{index}"), "name": name,
                     "arguments": pieces.concat(),
                 });
+                if let CallForm::InNamespace { namespace, name } = form {
+                    item["namespace"] = json!(namespace);
+                    item["name"] = json!(name);
+                }
                 (id, item)
             }
         })
@@ -106,6 +126,11 @@ pub(crate) fn render(reply: &Reply, streaming: &Streaming, request: &Request) ->
                 added["content"] = json!([]);
             }
             Block::Thinking(_) => added["summary"] = json!([]),
+            // Its arguments are an object, sent whole.
+            Block::ToolCall {
+                form: CallForm::ToolSearch,
+                ..
+            } => added["status"] = json!("in_progress"),
             Block::ToolCall { .. } => {
                 added["status"] = json!("in_progress");
                 let field = if done["type"] == "custom_tool_call" {
@@ -167,6 +192,10 @@ pub(crate) fn render(reply: &Reply, streaming: &Streaming, request: &Request) ->
                     "part": {"type": "summary_text", "text": text},
                 })))));
             }
+            Block::ToolCall {
+                form: CallForm::ToolSearch,
+                ..
+            } => {}
             Block::ToolCall { pieces, .. } => {
                 let (delta, done_type, field) = if done["type"] == "custom_tool_call" {
                     (

@@ -18,6 +18,8 @@ use crate::Error;
 /// {"turns": [
 ///   {"type": "text", "text": "Hello!", "stream": {"deltas": 3, "delay_ms": 50}},
 ///   {"type": "tool_call", "text": "Let me look.", "name": "Bash", "input": {"command": "ls"}},
+///   {"type": "tool_search", "query": "run code"},
+///   {"type": "namespaced_call", "namespace": "mcp__weir", "name": "list_languages", "input": {}},
 ///   {"type": "thinking", "thinking": "The user wants a greeting.", "text": "Hi."},
 ///   {"type": "error", "status": 500, "message": "scripted failure"}
 /// ]}
@@ -81,6 +83,41 @@ pub enum Turn {
         #[serde(default, skip_serializing_if = "Streaming::is_default")]
         stream: Streaming,
     },
+    /// A call of a tool the client keeps in a namespace: codex puts an MCP
+    /// server's tools, once its tool search has loaded them, in
+    /// `mcp__SERVER` and refuses them by their flat name. The Responses API
+    /// sends it as a `function_call` with `namespace`; the other protocols,
+    /// which have no namespaces, as a call of `{namespace}__{name}` (Claude
+    /// Code's flat form of MCP tools).
+    NamespacedCall {
+        /// Text before the call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// The namespace, e.g. `mcp__weir`.
+        namespace: String,
+        /// The tool's name inside it, e.g. `execute_code`.
+        name: String,
+        /// The tool's arguments: a JSON object.
+        #[serde(default)]
+        input: Value,
+        /// How the answer is streamed, arguments included.
+        #[serde(default, skip_serializing_if = "Streaming::is_default")]
+        stream: Streaming,
+    },
+    /// A call of the client's own tool search: codex defers MCP tools
+    /// behind its built-in `tool_search` and loads the ones it finds (as
+    /// namespaces) for the next request. The Responses API sends it as a
+    /// `tool_search_call` item run by the client (`execution: "client"`,
+    /// `arguments: {query, limit}`); the other protocols as a call of a tool
+    /// named `tool_search` with those arguments.
+    ToolSearch {
+        /// What to search for: the words of the tools' names and
+        /// descriptions.
+        query: String,
+        /// How many tools at most (the client's default when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u64>,
+    },
     /// Reasoning, then text.
     Thinking {
         /// The reasoning (Anthropic `thinking`, Responses reasoning
@@ -128,6 +165,31 @@ impl Turn {
         }
     }
 
+    /// A call of `name` in `namespace` (see [`Turn::NamespacedCall`]), with
+    /// no text before it.
+    pub fn namespaced_call(
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        input: Value,
+    ) -> Turn {
+        Turn::NamespacedCall {
+            text: None,
+            namespace: namespace.into(),
+            name: name.into(),
+            input,
+            stream: Streaming::default(),
+        }
+    }
+
+    /// A call of the client's tool search for `query` (see
+    /// [`Turn::ToolSearch`]).
+    pub fn tool_search(query: impl Into<String>) -> Turn {
+        Turn::ToolSearch {
+            query: query.into(),
+            limit: None,
+        }
+    }
+
     /// Reasoning, then text.
     pub fn thinking(thinking: impl Into<String>, text: impl Into<String>) -> Turn {
         Turn::Thinking {
@@ -146,13 +208,15 @@ impl Turn {
         }
     }
 
-    /// This turn streamed as `streaming` says (no effect on an error).
+    /// This turn streamed as `streaming` says (no effect on an error or a
+    /// tool search, which is sent whole).
     pub fn streamed(mut self, streaming: Streaming) -> Turn {
         match &mut self {
             Turn::Text { stream, .. }
             | Turn::ToolCall { stream, .. }
+            | Turn::NamespacedCall { stream, .. }
             | Turn::Thinking { stream, .. } => *stream = streaming,
-            Turn::Error { .. } => {}
+            Turn::ToolSearch { .. } | Turn::Error { .. } => {}
         }
         self
     }
@@ -162,6 +226,8 @@ impl Turn {
         match self {
             Turn::Text { .. } => "text",
             Turn::ToolCall { .. } => "tool_call",
+            Turn::NamespacedCall { .. } => "namespaced_call",
+            Turn::ToolSearch { .. } => "tool_search",
             Turn::Thinking { .. } => "thinking",
             Turn::Error { .. } => "error",
         }
@@ -241,12 +307,39 @@ pub(crate) enum Block {
     Thinking(Vec<String>),
     Text(Vec<String>),
     ToolCall {
+        /// The name the protocols without namespaces call.
         name: String,
         input: Value,
         /// The arguments' JSON text (or a freeform input), in pieces.
         pieces: Vec<String>,
+        /// What the Responses API makes of it.
+        form: CallForm,
     },
 }
+
+/// How the Responses API sends a tool call beyond a plain `function_call`
+/// (or a `custom_tool_call`, for a string input).
+#[derive(Debug)]
+pub(crate) enum CallForm {
+    Plain,
+    /// A `function_call` of `name` with this `namespace`.
+    InNamespace {
+        namespace: String,
+        name: String,
+    },
+    /// A `tool_search_call` run by the client.
+    ToolSearch,
+}
+
+/// How a turn that is never split is streamed.
+static WHOLE: Streaming = Streaming {
+    deltas: 1,
+    delay_ms: 0,
+    keep_alive: false,
+    drop_after: None,
+    done: true,
+    finish_reason: FinishReason::Separate,
+};
 
 /// What a turn makes the fake answer.
 pub(crate) enum Outcome<'a> {
@@ -276,8 +369,44 @@ impl<'a> Outcome<'a> {
                     name: name.clone(),
                     input: input.clone(),
                     pieces: split(&arguments_text(input), stream.deltas),
+                    form: CallForm::Plain,
                 });
                 (blocks, stream)
+            }
+            Turn::NamespacedCall {
+                text,
+                namespace,
+                name,
+                input,
+                stream,
+            } => {
+                let mut blocks = Vec::new();
+                if let Some(text) = text {
+                    blocks.push(Block::Text(split(text, stream.deltas)));
+                }
+                blocks.push(Block::ToolCall {
+                    name: format!("{namespace}__{name}"),
+                    input: input.clone(),
+                    pieces: split(&arguments_text(input), stream.deltas),
+                    form: CallForm::InNamespace {
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                    },
+                });
+                (blocks, stream)
+            }
+            Turn::ToolSearch { query, limit } => {
+                let mut input = serde_json::json!({"query": query});
+                if let Some(limit) = limit {
+                    input["limit"] = (*limit).into();
+                }
+                let block = Block::ToolCall {
+                    name: "tool_search".to_owned(),
+                    pieces: vec![arguments_text(&input)],
+                    input,
+                    form: CallForm::ToolSearch,
+                };
+                (vec![block], &WHOLE)
             }
             Turn::Thinking {
                 thinking,

@@ -157,3 +157,95 @@ async fn without_stream_the_response_is_one_object_and_errors_use_the_openai_sha
         json!({"error": {"message": "bad request", "type": "invalid_request_error", "code": null}})
     );
 }
+
+/// Codex's deferred MCP tools: the model first calls codex's own tool
+/// search (a `tool_search_call` codex runs, `execution: "client"`), then a
+/// tool of the namespace it loaded (`function_call` with `namespace`).
+#[tokio::test]
+async fn a_tool_search_is_a_client_tool_search_call_and_a_namespaced_call_names_its_namespace() {
+    let fake = fake([
+        Turn::ToolSearch {
+            query: "run a program".into(),
+            limit: Some(5),
+        },
+        Turn::namespaced_call(
+            "mcp__weir",
+            "execute_code",
+            json!({"language": "python", "code": "print(1)"}),
+        )
+        .streamed(deltas(2)),
+    ]);
+    let events = stream(&fake, "/v1/responses", request(true)).await;
+    assert_eq!(
+        types(&events),
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    let json: Vec<Value> = events.iter().map(|event| event.json()).collect();
+    assert_eq!(json[2]["item"]["status"], "in_progress");
+    let search = &json[3]["item"];
+    assert_eq!(search["type"], "tool_search_call");
+    assert_eq!(search["execution"], "client");
+    assert_eq!(search["status"], "completed");
+    assert!(search["call_id"].as_str().unwrap().starts_with("call_"));
+    assert_eq!(
+        search["arguments"],
+        json!({"query": "run a program", "limit": 5})
+    );
+    assert_eq!(json[4]["response"]["output"][0], *search);
+
+    let events = stream(&fake, "/v1/responses", request(true)).await;
+    let json: Vec<Value> = events.iter().map(|event| event.json()).collect();
+    assert_eq!(
+        json.iter()
+            .filter(|event| event["type"] == "response.function_call_arguments.delta")
+            .count(),
+        2
+    );
+    let done = json
+        .iter()
+        .find(|event| event["type"] == "response.output_item.done")
+        .unwrap();
+    let call = &done["item"];
+    assert_eq!(call["type"], "function_call");
+    assert_eq!(call["namespace"], "mcp__weir");
+    assert_eq!(call["name"], "execute_code");
+    assert_eq!(
+        serde_json::from_str::<Value>(call["arguments"].as_str().unwrap()).unwrap(),
+        json!({"language": "python", "code": "print(1)"})
+    );
+}
+
+/// The protocols without namespaces get the flat name, and a tool search as
+/// a call of a tool named `tool_search`.
+#[tokio::test]
+async fn elsewhere_a_namespaced_call_is_flat_and_a_tool_search_is_a_plain_call() {
+    let fake = fake([
+        Turn::namespaced_call("mcp__weir", "list_languages", json!({})),
+        Turn::tool_search("languages"),
+    ]);
+    let chat = json!({"model": "m", "stream": false, "messages": []});
+    let first: Value = post(&fake, "/v1/chat/completions", chat.clone())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let call = &first["choices"][0]["message"]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "mcp__weir__list_languages", "{first}");
+    let second: Value = post(&fake, "/v1/chat/completions", chat)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let call = &second["choices"][0]["message"]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "tool_search", "{second}");
+    assert_eq!(
+        serde_json::from_str::<Value>(call["arguments"].as_str().unwrap()).unwrap(),
+        json!({"query": "languages"})
+    );
+}

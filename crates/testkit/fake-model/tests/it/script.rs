@@ -155,6 +155,8 @@ fn the_json_form_reads_as_the_types_do() {
         {"type": "text", "text": "Hello!", "stream": {"deltas": 3, "delay_ms": 50}},
         {"type": "tool_call", "text": "Let me look.", "name": "Bash", "input": {"command": "ls"}},
         {"type": "thinking", "thinking": "The user wants a greeting.", "text": "Hi."},
+        {"type": "tool_search", "query": "run code"},
+        {"type": "namespaced_call", "namespace": "mcp__weir", "name": "list_languages", "input": {}},
         {"type": "error", "status": 500, "message": "scripted failure"},
         {"type": "error", "status": 400},
         {"type": "text", "text": "x", "stream": {"done": false, "finish_reason": "late", "keep_alive": true, "drop_after": 1}}
@@ -172,6 +174,8 @@ fn the_json_form_reads_as_the_types_do() {
             stream: Streaming::default(),
         },
         Turn::thinking("The user wants a greeting.", "Hi."),
+        Turn::tool_search("run code"),
+        Turn::namespaced_call("mcp__weir", "list_languages", json!({})),
         Turn::error(500, "scripted failure"),
         Turn::error(400, "scripted error"),
         Turn::text("x").streamed(Streaming {
