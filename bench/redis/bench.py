@@ -12,7 +12,7 @@ all three). For each:
 - resume ms: `GET /runs/{id}/events` with `Last-Event-ID` in the middle of
   the finished run, to its first event, median of 20, on the last node.
 
-Redis runs with AOF `appendfsync everysec` (the setting README recommends).
+Redis runs with AOF `appendfsync everysec` (the setting docs/operations.md recommends).
 """
 
 import argparse

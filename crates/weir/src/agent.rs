@@ -7,7 +7,7 @@
 //!
 //! The CLI runs with the user's own environment, so it uses the accounts
 //! and config the user has set up, or whatever endpoint its variables
-//! point at (README, "weir agent").
+//! point at (docs/critique.md, "Running a coding agent").
 
 use std::io::Write as _;
 use std::time::Duration;

@@ -290,7 +290,7 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     pub(crate) memory: bool,
     /// Keep runs in Redis, shared by every node serving from it
-    /// (README, "Running several nodes"): redis://HOST:PORT/DB.
+    /// (docs/operations.md, "Several nodes on Redis"): redis://HOST:PORT/DB.
     #[arg(
         long,
         env = "WEIR_REDIS",

@@ -1,7 +1,7 @@
 //! How a command ended, and the one mapping from that to an exit code.
 //!
 //! Commands return an [`Outcome`]; only [`Outcome::code`] knows the numbers,
-//! which the README documents: 0 completed, 1 failed, 3 canceled (or timed
+//! which docs/calling.md documents: 0 completed, 1 failed, 3 canceled (or timed
 //! out), 4 the server could not be reached or refused the protocol.
 
 use weir_core::RunState;

@@ -24,7 +24,7 @@
 //! (`check.rs`).
 //!
 //! **Not for:** durability beyond what the server is configured for (see
-//! the README, "Running several nodes": AOF `everysec` or `always`), or
+//! docs/operations.md, "What each setting guarantees": AOF `everysec` or `always`), or
 //! Redis Cluster (scripts touch a run's keys and the shared indexes
 //! together).
 //! Redis entries stay inside this crate; everything else sees the log only
