@@ -275,3 +275,114 @@ fn the_check_catches_a_pack_importing_mcp_and_other_breaks() {
         ]
     );
 }
+
+/// The words of `text`: runs of the characters a crate name is made of.
+fn words(text: &str) -> Vec<&str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|word| !word.is_empty())
+        .collect()
+}
+
+/// Every member missing from ARCHITECTURE.md's map: its crate diagram (the
+/// first code block under "Crates and their layers") and its table (a row
+/// whose crate cell is the member's name), one sentence each.
+fn missing_from_the_map(architecture: &str, members: &[&str]) -> Vec<String> {
+    let section = architecture
+        .split("\n## Crates and their layers\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("ARCHITECTURE.md has a section \"Crates and their layers\"");
+    let diagram = section
+        .split("```")
+        .nth(1)
+        .expect("the section opens with the crate diagram");
+    let in_diagram = words(diagram);
+    let mut missing = Vec::new();
+    for member in members {
+        if !in_diagram.contains(member) {
+            missing.push(format!(
+                "{member} is not in ARCHITECTURE.md's crate diagram"
+            ));
+        }
+        let row = format!("| `{member}` |");
+        if !section.lines().any(|line| line.contains(&row)) {
+            missing.push(format!(
+                "{member} has no row in ARCHITECTURE.md's crate table"
+            ));
+        }
+    }
+    missing
+}
+
+#[test]
+fn architecture_md_maps_every_crate() {
+    let metadata = workspace_metadata();
+    let members: Vec<&str> = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|package| package["name"].as_str())
+        .collect();
+    let architecture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../ARCHITECTURE.md"
+    ))
+    .expect("read ARCHITECTURE.md");
+    let missing = missing_from_the_map(&architecture, &members);
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+    // And the check catches a crate the map forgot.
+    let forgotten = missing_from_the_map(&architecture, &["weir-new"]);
+    assert_eq!(
+        forgotten,
+        [
+            "weir-new is not in ARCHITECTURE.md's crate diagram",
+            "weir-new has no row in ARCHITECTURE.md's crate table",
+        ]
+    );
+}
+
+/// Every source file of every crate opens with a `//!` comment saying what
+/// it is for (rust-analyzer's tidy habit): the first thing a newcomer reads.
+#[test]
+fn every_source_file_says_what_it_is_for() {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let mut unexplained = Vec::new();
+    let mut seen = 0;
+    let mut pending = vec![root.join("crates")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read a crates directory") {
+            let path = entry.expect("a directory entry").path();
+            let name = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .unwrap_or("");
+            if path.is_dir() {
+                // Test data (corpora for the code intelligence tests) and
+                // build output are not the project's sources.
+                if !matches!(name, "data" | "target" | "node_modules") {
+                    pending.push(path);
+                }
+            } else if name.ends_with(".rs")
+                && path.components().any(|part| part.as_os_str() == "src")
+            {
+                seen += 1;
+                let text = std::fs::read_to_string(&path).expect("read a source file");
+                if !text.trim_start().starts_with("//!") {
+                    unexplained.push(
+                        path.strip_prefix(root)
+                            .unwrap_or(&path)
+                            .display()
+                            .to_string(),
+                    );
+                }
+            }
+        }
+    }
+    assert!(seen > 100, "found only {seen} source files under crates/");
+    unexplained.sort();
+    assert!(
+        unexplained.is_empty(),
+        "source files without a `//!` opening saying what they are for:\n{}",
+        unexplained.join("\n")
+    );
+}
