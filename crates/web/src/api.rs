@@ -47,6 +47,12 @@ pub(crate) struct RunView {
     pub(crate) updated_ts: u64,
     pub(crate) finished_ts: Option<u64>,
     pub(crate) owner: Option<String>,
+    /// What the program that asked for it called itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) client: Option<String>,
+    /// The run that started it (a plan's step: its plan).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) parent: Option<RunId>,
     pub(crate) node: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) progress: Option<Progress>,
@@ -68,6 +74,8 @@ impl RunView {
             updated_ts: run.updated_ts,
             finished_ts: run.finished_ts,
             owner: run.owner,
+            client: run.client,
+            parent: run.parent,
             node: run.node,
             progress,
         }
@@ -93,6 +101,8 @@ pub(crate) struct ListQuery {
     /// States, comma-separated.
     state: Option<String>,
     tool: Option<String>,
+    /// Only the runs this run started (a plan's steps).
+    parent: Option<String>,
     limit: Option<usize>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,
@@ -124,8 +134,9 @@ impl Cursor {
     }
 }
 
-/// GET `/api/runs?state=working,failed&tool=NAME&limit=N&cursor=C`: a page of
-/// runs, newest first, and the cursor of the next page (`null` at the end).
+/// GET `/api/runs?state=working,failed&tool=NAME&parent=ID&limit=N&cursor=C`:
+/// a page of runs, newest first, and the cursor of the next page (`null` at
+/// the end). `parent` (a whole run id) keeps the runs that run started.
 pub(crate) async fn list(
     State(web): State<Arc<Web>>,
     Extension(identity): Extension<Identity>,
@@ -158,14 +169,16 @@ pub(crate) async fn list(
             }
         },
     };
+    let parent = query.parent.filter(|parent| !parent.is_empty());
     let limit = query.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
-    // The store lists newest first but cannot start after a cursor: a first
-    // page asks it for one more than the page (to know whether there is a
-    // next), a later one reads the list and skips to the cursor.
+    // The store lists newest first but cannot start after a cursor (nor
+    // pick a parent's runs): a first page asks it for one more than the
+    // page (to know whether there is a next), a later one (or one of a
+    // parent's runs) reads the list and skips to what it wants.
     let filter = identity.narrow(RunFilter {
         states,
         tool: query.tool.filter(|tool| !tool.is_empty()),
-        limit: cursor.is_none().then_some(limit + 1),
+        limit: (cursor.is_none() && parent.is_none()).then_some(limit + 1),
         ..RunFilter::default()
     });
     let log = web.scheduler.log();
@@ -176,6 +189,11 @@ pub(crate) async fn list(
     let mut page: Vec<RunSummary> = runs
         .into_iter()
         .filter(|run| cursor.as_ref().is_none_or(|cursor| cursor.before(run)))
+        .filter(|run| {
+            parent
+                .as_deref()
+                .is_none_or(|parent| run.parent.as_ref().is_some_and(|id| id.as_str() == parent))
+        })
         .take(limit + 1)
         .collect();
     let next_cursor = (page.len() > limit).then(|| {

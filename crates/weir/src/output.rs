@@ -40,10 +40,25 @@ pub(crate) fn run_details(run: &RunSummary, last: Option<&RunEvent>) -> String {
         format!("tool      {}", run.tool),
         format!("arguments {}", run.arguments),
         format!("node      {}", run.node),
+    ];
+    // Who asked, where the run says.
+    for (label, value) in [
+        ("owner     ", run.owner.as_deref()),
+        ("client    ", run.client.as_deref()),
+        (
+            "parent    ",
+            run.parent.as_ref().map(|parent| parent.as_str()),
+        ),
+    ] {
+        if let Some(value) = value {
+            lines.push(format!("{label}{value}"));
+        }
+    }
+    lines.extend([
         format!("state     {}", run.state),
         format!("events    {}", run.events),
         format!("created   {} UTC", utc(run.created_ts)),
-    ];
+    ]);
     if let Some(finished) = run.finished_ts {
         let took = duration(finished.saturating_sub(run.created_ts));
         lines.push(format!("finished  {} UTC ({took})", utc(finished)));
@@ -140,8 +155,9 @@ pub(crate) fn describe(kind: &EventKind) -> String {
     clip(&line, 200)
 }
 
-/// `code: message`, once: a message that begins with its code
-/// (`interrupted: the server stopped`) is not prefixed again.
+/// `code: message`, once: a message that begins with its code (logs
+/// written before the recovery stopped saying it: `interrupted: the server
+/// stopped`) is not prefixed again.
 fn failure(code: &str, message: &str) -> String {
     match message.strip_prefix(code) {
         Some(rest) if rest.starts_with(':') => message.to_owned(),

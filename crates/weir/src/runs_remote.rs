@@ -62,6 +62,10 @@ struct ApiRun {
     updated_ts: u64,
     finished_ts: Option<u64>,
     owner: Option<String>,
+    #[serde(default)]
+    client: Option<String>,
+    #[serde(default)]
+    parent: Option<RunId>,
     node: String,
 }
 
@@ -78,8 +82,8 @@ impl ApiRun {
             updated_ts: self.updated_ts,
             finished_ts: self.finished_ts,
             owner: self.owner,
-            // The API does not say; nothing here shows it.
-            parent: None,
+            client: self.client,
+            parent: self.parent,
         }
     }
 }

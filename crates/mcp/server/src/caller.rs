@@ -108,6 +108,7 @@ mod tests {
             updated_ts: 0,
             finished_ts: None,
             owner: owner.map(str::to_owned),
+            client: None,
             parent: None,
         }
     }

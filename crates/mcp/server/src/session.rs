@@ -163,6 +163,8 @@ pub(crate) struct Session {
 #[derive(Default)]
 struct SessionState {
     capabilities: Value,
+    /// What the client called itself in `initialize` ([`client_name`]).
+    client: Option<String>,
     log_level: Option<LogLevel>,
     /// Request id (as JSON text) → the run it started.
     calls: HashMap<String, RunId>,
@@ -238,6 +240,25 @@ impl Session {
     /// Records the capabilities the client declared in `initialize`.
     pub(crate) fn set_capabilities(&self, capabilities: Value) {
         self.state().capabilities = capabilities;
+    }
+
+    /// Records what the client called itself in `initialize`
+    /// (`clientInfo`).
+    pub(crate) fn set_client(&self, info: Option<&Value>) {
+        self.state().client = info.and_then(client_name);
+    }
+
+    /// What the client of a request calls itself, for its runs' summaries:
+    /// a stateless request's `clientInfo` (in its `_meta`), else the one
+    /// `initialize` gave.
+    pub(crate) fn client(&self, era: Era, params: &Value) -> Option<String> {
+        match era {
+            Era::Stateless => params
+                .get("_meta")
+                .and_then(|meta| meta.get(weir_mcp_wire::revision::meta_key::CLIENT_INFO))
+                .and_then(client_name),
+            Era::Session => self.state().client.clone(),
+        }
     }
 
     /// Records the level `logging/setLevel` asked for.
@@ -351,14 +372,73 @@ impl Session {
     }
 }
 
+/// Most characters of a client's name kept with its runs.
+const CLIENT_NAME_MAX: usize = 100;
+
+/// `name/version` from an MCP `clientInfo` (`name` alone without a
+/// version), on one line and at most [`CLIENT_NAME_MAX`] characters: a
+/// client names itself, so what it says is only shown, and kept short.
+fn client_name(info: &Value) -> Option<String> {
+    let clean = |text: &str| -> String {
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect::<String>()
+            .trim()
+            .to_owned()
+    };
+    let name = clean(info.get("name")?.as_str()?);
+    if name.is_empty() {
+        return None;
+    }
+    let named = match info.get("version").and_then(Value::as_str).map(clean) {
+        Some(version) if !version.is_empty() => format!("{name}/{version}"),
+        _ => name,
+    };
+    Some(named.chars().take(CLIENT_NAME_MAX).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
     use weir_core::LogLevel;
 
-    use super::{Session, StreamRecord};
+    use super::{Session, StreamRecord, client_name};
     use crate::caller::Caller;
     use crate::protocol::{Era, Scope};
+
+    /// A client is named by its `clientInfo` as `name/version`, on one
+    /// line and short; a stateless request by its own `_meta`, a session by
+    /// what `initialize` said.
+    #[test]
+    fn a_client_is_named_by_its_client_info() {
+        assert_eq!(
+            client_name(&json!({"name": "claude-code", "version": "2.1.3"})).as_deref(),
+            Some("claude-code/2.1.3")
+        );
+        assert_eq!(client_name(&json!({"name": "t"})).as_deref(), Some("t"));
+        assert_eq!(client_name(&json!({"name": " "})), None);
+        assert_eq!(client_name(&json!({"version": "1"})), None);
+        assert_eq!(
+            client_name(&json!({"name": "a\nb", "version": "1\u{1b}[31m"})).as_deref(),
+            Some("a b/1 [31m")
+        );
+        assert_eq!(
+            client_name(&json!({"name": "x".repeat(500)})).map(|name| name.len()),
+            Some(100)
+        );
+        let session = Session::new(Caller::local());
+        session.set_client(Some(&json!({"name": "host", "version": "9"})));
+        assert_eq!(
+            session.client(Era::Session, &json!({})).as_deref(),
+            Some("host/9")
+        );
+        let stateless = json!({"_meta": {"io.modelcontextprotocol/clientInfo": {"name": "cli", "version": "0.1"}}});
+        assert_eq!(
+            session.client(Era::Stateless, &stateless).as_deref(),
+            Some("cli/0.1")
+        );
+        assert_eq!(session.client(Era::Stateless, &json!({})), None);
+    }
 
     /// An HTTP session's call records its session, request id and scope,
     /// and the record reads back as written; stdio's sessions and stateless

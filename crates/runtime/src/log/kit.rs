@@ -52,6 +52,7 @@ pub fn run_started_by(events: &[RunEvent]) -> Result<NewRun, LogError> {
         node: started.node.clone(),
         ts: first.ts,
         owner: None,
+        client: None,
         parent: None,
         resume_record: None,
     })

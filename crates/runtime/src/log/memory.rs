@@ -71,6 +71,7 @@ fn new_run(run: NewRun) -> MemoryRun {
             updated_ts: run.ts,
             finished_ts: None,
             owner: run.owner,
+            client: run.client,
             parent: run.parent,
         },
         resume_record: run.resume_record,

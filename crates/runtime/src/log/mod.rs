@@ -49,6 +49,11 @@ pub struct NewRun {
     /// `None` when the server has no credentials (a local client, or HTTP
     /// without tokens). Servers show a run only to its owner and to admins.
     pub owner: Option<String>,
+    /// The program that asked for it, as it named itself (MCP's
+    /// `clientInfo`: `name/version`); `None` when it did not say. Shown to
+    /// people, never trusted: unlike the owner, a client names itself. A
+    /// child run has its parent's.
+    pub client: Option<String>,
     /// The run that started this one through its
     /// [`RunContext::call`](crate::RunContext::call) (a child run: it
     /// inherits its parent's owner and ends when its parent does); `None`
@@ -88,6 +93,10 @@ pub struct RunSummary {
     /// it has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The program that asked for it (see [`NewRun::client`]); left out of
+    /// its JSON when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// The run that started it (see [`NewRun::parent`]); left out of its
     /// JSON when it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

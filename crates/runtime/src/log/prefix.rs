@@ -103,6 +103,7 @@ mod tests {
                 node: "n".into(),
                 ts: n as u64,
                 owner: (n == 0).then(|| "alice".to_owned()),
+                client: None,
                 parent: None,
                 resume_record: None,
             })

@@ -80,6 +80,10 @@ pub struct RunOptions {
     /// `None` when the server has no credentials. A child run
     /// (`RunContext::call`) has its parent's, whatever this says.
     pub owner: Option<String>,
+    /// The program that asks for the run, as it names itself (MCP's
+    /// `clientInfo`), kept in its summary for people to read. A child run
+    /// has its parent's, whatever this says.
+    pub client: Option<String>,
     /// Stored with the run for the front end that accepted it
     /// ([`NewRun::resume_record`](crate::log::NewRun::resume_record)); a
     /// child run has none.
@@ -225,6 +229,7 @@ pub(crate) struct Lineage {
     run_id: RunId,
     cancel: Cancel,
     owner: Option<String>,
+    client: Option<String>,
     /// Inherited by every child, as the owner is.
     allowed_tools: Option<Arc<BTreeSet<String>>>,
     /// This run's tool, then its ancestors', its parent's first.

@@ -59,6 +59,8 @@ pub struct Offer {
     pub timeout: Duration,
     /// Who started it.
     pub owner: Option<String>,
+    /// The program that asked for it ([`RunOptions::client`]).
+    pub client: Option<String>,
     /// The tools its caller may run ([`RunOptions::allowed_tools`]),
     /// which its children inherit on the node that takes it.
     pub allowed_tools: Option<Arc<BTreeSet<String>>>,
@@ -102,6 +104,7 @@ impl Scheduler {
                 node: inner.config.node.clone(),
                 ts: now_ms(),
                 owner: options.owner.clone(),
+                client: options.client.clone(),
                 parent: None,
                 resume_record: options.resume_record.clone(),
             })
@@ -122,6 +125,7 @@ impl Scheduler {
             arguments,
             timeout,
             owner: options.owner,
+            client: options.client,
             allowed_tools: options.allowed_tools,
         };
         let started = Started {
@@ -159,6 +163,7 @@ impl Scheduler {
             run_id: offer.run_id.clone(),
             cancel: cancel.clone(),
             owner: offer.owner,
+            client: offer.client,
             allowed_tools: offer.allowed_tools,
             tools: Arc::new([offer.tool.clone()]),
             lane: Arc::new(tokio::sync::Semaphore::new(1)),

@@ -41,7 +41,9 @@ pub async fn recover_interrupted(log: &dyn EventLog, node: &str) -> Result<usize
             Failed {
                 error: RunError::new(
                     FailureCode::Interrupted,
-                    format!("interrupted: the server stopped {when}"),
+                    // The code says `interrupted`; whoever shows the
+                    // failure names it, so the message does not repeat it.
+                    format!("the server stopped {when}"),
                 )
                 .with_remediation(
                     "call the tool again; the events written before the stop are kept",

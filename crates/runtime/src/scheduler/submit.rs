@@ -41,6 +41,7 @@ impl Scheduler {
     ) -> Result<RunHandle, SubmitError> {
         if let Some(parent) = parent {
             options.owner = parent.owner.clone();
+            options.client = parent.client.clone();
             options.allowed_tools = parent.allowed_tools.clone();
         }
         let inner = &self.inner;
@@ -107,6 +108,7 @@ impl Scheduler {
                 node: inner.config.node.clone(),
                 ts: now_ms(),
                 owner: options.owner.clone(),
+                client: options.client.clone(),
                 parent: parent.map(|parent| parent.run_id.clone()),
                 resume_record: options.resume_record.take().filter(|_| parent.is_none()),
             })
@@ -140,6 +142,7 @@ impl Scheduler {
             run_id: run_id.clone(),
             cancel: cancel.clone(),
             owner: options.owner,
+            client: options.client,
             allowed_tools: options.allowed_tools,
             tools: std::iter::once(tool.to_owned())
                 .chain(

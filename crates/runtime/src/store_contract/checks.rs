@@ -236,6 +236,7 @@ pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {
                 node: node.into(),
                 ts: 100 + i as u64,
                 owner: None,
+                client: None,
                 parent: None,
                 resume_record: None,
             })
@@ -250,6 +251,7 @@ pub fn runs_are_listed_newest_first_and_filtered(stores: &impl StoreFactory) {
                 node: "n1".into(),
                 ts: 1,
                 owner: None,
+                client: None,
                 parent: None,
                 resume_record: None,
             })
@@ -381,6 +383,7 @@ pub fn summaries_keep_the_arguments_a_run_was_given(stores: &impl StoreFactory) 
                     node: "test".into(),
                     ts: 1,
                     owner: None,
+                    client: None,
                     parent: None,
                     resume_record: None,
                 })
@@ -404,10 +407,10 @@ pub fn summaries_keep_the_arguments_a_run_was_given(stores: &impl StoreFactory) 
     });
 }
 
-/// A run keeps the owner it was registered with through its whole life
-/// (pending, started, ended), in `get_run` and `list_runs` alike; a run
-/// created by its `started` event has none; listing by owner finds that
-/// owner's runs only, never a run without one.
+/// A run keeps the owner and the client it was registered with through
+/// its whole life (pending, started, ended), in `get_run` and `list_runs`
+/// alike; a run created by its `started` event has neither; listing by
+/// owner finds that owner's runs only, never a run without one.
 pub fn runs_keep_their_owner_and_are_listed_by_it(stores: &impl StoreFactory) {
     on_one_thread(async {
         let (log, _guard) = stores.make(16);
@@ -422,6 +425,7 @@ pub fn runs_keep_their_owner_and_are_listed_by_it(stores: &impl StoreFactory) {
                 node: "test".into(),
                 ts: 10 + i as u64,
                 owner: Some(owner.into()),
+                client: Some(format!("host-{name}/1.0")),
                 parent: None,
                 resume_record: None,
             })
@@ -445,6 +449,25 @@ pub fn runs_keep_their_owner_and_are_listed_by_it(stores: &impl StoreFactory) {
         assert_eq!(owner("alice2").await.as_deref(), Some("alice"), "started");
         assert_eq!(owner("bob1").await.as_deref(), Some("bob"), "ended");
         assert_eq!(owner("nobody").await, None, "created by its started event");
+        let client = |name: &'static str| {
+            let log = log.clone();
+            async move { log.get_run(&run_id(name)).await.unwrap().unwrap().client }
+        };
+        assert_eq!(client("alice1").await.as_deref(), Some("host-alice1/1.0"));
+        assert_eq!(client("alice2").await.as_deref(), Some("host-alice2/1.0"));
+        assert_eq!(client("bob1").await.as_deref(), Some("host-bob1/1.0"));
+        assert_eq!(client("nobody").await, None);
+        let clients: Vec<(String, Option<String>)> = log
+            .list_runs(&RunFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|run| (run.run_id.to_string(), run.client))
+            .collect();
+        assert!(
+            clients.contains(&("bob1".to_owned(), Some("host-bob1/1.0".to_owned()))),
+            "{clients:?}"
+        );
         let listed = |owner: Option<&str>| {
             let log = log.clone();
             let filter = RunFilter {
@@ -491,6 +514,7 @@ pub fn runs_keep_their_parent(stores: &impl StoreFactory) {
                 node: "test".into(),
                 ts: 1,
                 owner: Some("alice".into()),
+                client: None,
                 parent,
                 resume_record: None,
             })
@@ -550,6 +574,7 @@ pub fn runs_keep_their_resume_record(stores: &impl StoreFactory) {
                 node: "test".into(),
                 ts: 1,
                 owner: None,
+                client: None,
                 parent: None,
                 resume_record,
             })

@@ -216,6 +216,7 @@ async fn start_closes_the_runs_this_node_left_open() {
             node: node.into(),
             ts: 5,
             owner: None,
+            client: None,
             parent: None,
             resume_record: None,
         })

@@ -102,6 +102,7 @@ pub(crate) fn summary(
             .then(|| number("finished_ts"))
             .transpose()?,
         owner: hash.get("owner").cloned(),
+        client: hash.get("client").cloned(),
         parent: hash
             .get("parent")
             .map(|parent| RunId::parse(parent).map_err(|_| bad("parent")))

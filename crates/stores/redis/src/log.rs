@@ -44,7 +44,8 @@ impl Core {
             .arg(&run.node)
             .arg(run.ts)
             .arg(run.owner.as_deref().unwrap_or(""))
-            .arg(run.parent.as_ref().map_or("", RunId::as_str));
+            .arg(run.parent.as_ref().map_or("", RunId::as_str))
+            .arg(run.client.as_deref().unwrap_or(""));
         if let Some(record) = &run.resume_record {
             script.arg(record);
         }

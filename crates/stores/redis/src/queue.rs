@@ -27,6 +27,7 @@ pub(crate) fn offer(log: &RedisLog, offer: Offer) {
         let arguments = serde_json::to_string(&offer.arguments).expect("JSON values serialize");
         let timeout_ms = offer.timeout.as_millis().min(u64::MAX as u128) as u64;
         let owner = offer.owner.unwrap_or_default();
+        let client = offer.client.unwrap_or_default();
         let timeout_ms = timeout_ms.to_string();
         let mut fields = vec![
             ("run", offer.run_id.as_str()),
@@ -34,6 +35,7 @@ pub(crate) fn offer(log: &RedisLog, offer: Offer) {
             ("arguments", arguments.as_str()),
             ("timeout_ms", timeout_ms.as_str()),
             ("owner", owner.as_str()),
+            ("client", client.as_str()),
         ];
         // Absent: every tool. An empty list is a scope too (no tool), so
         // the field is written whenever there is a scope.
@@ -165,6 +167,7 @@ fn parse(entry: &StreamId) -> Option<Offer> {
         arguments: serde_json::from_str(&text("arguments")?).ok()?,
         timeout: Duration::from_millis(text("timeout_ms")?.parse().ok()?),
         owner: text("owner").filter(|owner| !owner.is_empty()),
+        client: text("client").filter(|client| !client.is_empty()),
         allowed_tools: match text("allowed_tools") {
             Some(tools) => Some(Arc::new(serde_json::from_str(&tools).ok()?)),
             None => None,

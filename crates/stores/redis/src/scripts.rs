@@ -47,9 +47,9 @@ return 'ok'
 /// Registers a pending run, once.
 ///
 /// KEYS: run hash, runs index, open index. ARGV: run id, tool, arguments,
-/// node, ts, owner (`""`: none), parent run (`""`: none), then the resume
-/// record only when the run has one (it is opaque text, so no value of it
-/// can stand for "none").
+/// node, ts, owner (`""`: none), parent run (`""`: none), client (`""`:
+/// none), then the resume record only when the run has one (it is opaque
+/// text, so no value of it can stand for "none").
 pub(crate) static CREATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -58,7 +58,8 @@ redis.call('HSET', KEYS[1], 'tool', ARGV[2], 'arguments', ARGV[3], 'node', ARGV[
   'created_ts', ARGV[5], 'updated_ts', ARGV[5], 'events', '0', 'state', 'pending')
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'owner', ARGV[6]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'parent', ARGV[7]) end
-if #ARGV >= 8 then redis.call('HSET', KEYS[1], 'resume_record', ARGV[8]) end
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'client', ARGV[8]) end
+if #ARGV >= 9 then redis.call('HSET', KEYS[1], 'resume_record', ARGV[9]) end
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
 return 'ok'

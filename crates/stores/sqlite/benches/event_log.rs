@@ -84,6 +84,7 @@ fn fanout(c: &mut Criterion) {
                             node: "bench".into(),
                             ts: 0,
                             owner: None,
+                            client: None,
                             parent: None,
                             resume_record: None,
                         })

@@ -156,7 +156,7 @@ pub(crate) fn artifact_bytes(
 /// A run's summary: its row, and the body of its `started` event when the
 /// row leaves the arguments to it (see the schema).
 const SELECT_SUMMARY: &str = "SELECT r.run_id, r.tool, r.node, r.state, r.next_seq,
-    r.created_ts, r.updated_ts, r.finished_ts, r.arguments, e.body, r.owner, r.parent
+    r.created_ts, r.updated_ts, r.finished_ts, r.arguments, e.body, r.owner, r.parent, r.client
     FROM runs r LEFT JOIN events e
     ON r.arguments IS NULL AND e.run_key = r.run_key AND e.seq = 0";
 
@@ -212,6 +212,7 @@ fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<RunSumma
         updated_ts: row.get::<_, i64>(6)? as u64,
         finished_ts: row.get::<_, Option<i64>>(7)?.map(|ts| ts as u64),
         owner: row.get(10)?,
+        client: row.get(12)?,
         parent,
     }))
 }

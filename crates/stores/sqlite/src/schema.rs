@@ -10,7 +10,7 @@ use crate::queries::started_arguments;
 
 /// Bump when the schema changes; a newer file is refused, not misread, and
 /// an older one is migrated when opened.
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 
 /// `runs.arguments` is NULL when the run's arguments are those of its
 /// `started` event (seq 0), which then keeps the only copy: a run's
@@ -23,6 +23,8 @@ const SCHEMA_VERSION: i64 = 6;
 /// (schema 5). `runs.resume_record` is the text the front end that accepted
 /// the run keeps to serve its caller again from another process
 /// (`NewRun::resume_record`), NULL when it has none (schema 6).
+/// `runs.client` is what the program that asked for the run called itself
+/// (`NewRun::client`), NULL when it did not say (schema 7).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     run_key     INTEGER PRIMARY KEY,
@@ -37,7 +39,8 @@ CREATE TABLE IF NOT EXISTS runs (
     finished_ts INTEGER,
     owner       TEXT,
     parent      TEXT,
-    resume_record TEXT
+    resume_record TEXT,
+    client      TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_ts);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs (state);
@@ -89,6 +92,9 @@ pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), LogError
     }
     if (1..=5).contains(&version) {
         migrate_from_5(conn).map_err(db("adding run resume records (schema 6)"))?;
+    }
+    if (1..=6).contains(&version) {
+        migrate_from_6(conn).map_err(db("adding run clients (schema 7)"))?;
     }
     conn.execute_batch(SCHEMA)
         .and_then(|()| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
@@ -231,5 +237,23 @@ fn migrate_from_5(conn: &mut Connection) -> rusqlite::Result<()> {
         tx.execute_batch("ALTER TABLE runs ADD COLUMN resume_record TEXT;")?;
     }
     tx.execute_batch("PRAGMA user_version = 6;")?;
+    tx.commit()
+}
+
+/// Moves a schema 6 log to schema 7: runs get a client, NULL for every run
+/// written before (nobody asked the client's name). A log migrated from
+/// schema 2 just now has the column already. One transaction: if it is
+/// interrupted, schema 6 stays as it was.
+fn migrate_from_6(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    let has_client: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('runs') WHERE name = 'client'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_client {
+        tx.execute_batch("ALTER TABLE runs ADD COLUMN client TEXT;")?;
+    }
+    tx.execute_batch("PRAGMA user_version = 7;")?;
     tx.commit()
 }

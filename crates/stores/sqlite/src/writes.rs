@@ -24,8 +24,8 @@ pub(crate) fn create_run(conn: &Connection, run: &NewRun) -> Result<i64, LogErro
 fn insert_run(conn: &Connection, run: &NewRun, arguments: Option<String>) -> Result<i64, LogError> {
     let inserted = conn
         .execute(
-            "INSERT INTO runs (run_id, tool, arguments, node, state, next_seq, created_ts, updated_ts, owner, parent, resume_record)
-             VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?6, ?7, ?8, ?9) ON CONFLICT (run_id) DO NOTHING",
+            "INSERT INTO runs (run_id, tool, arguments, node, state, next_seq, created_ts, updated_ts, owner, parent, resume_record, client)
+             VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (run_id) DO NOTHING",
             params![
                 run.run_id.as_str(),
                 run.tool,
@@ -35,7 +35,8 @@ fn insert_run(conn: &Connection, run: &NewRun, arguments: Option<String>) -> Res
                 run.ts as i64,
                 run.owner,
                 run.parent.as_ref().map(RunId::as_str),
-                run.resume_record
+                run.resume_record,
+                run.client
             ],
         )
         .map_err(db("creating a run"))?;

@@ -244,7 +244,9 @@ async fn ten_thousand_runs_page_quickly_from_any_cursor() {
             node: "local".into(),
             ts: 1_000_000 + i,
             owner: Some("alice".into()),
-            parent: None,
+            // Every thousandth, from the second: a step of the first run.
+            client: (i % 1000 == 1).then(|| "host/1.0".into()),
+            parent: (i % 1000 == 1).then(|| RunId::parse("run00000").unwrap()),
             resume_record: None,
         })
         .await
@@ -270,6 +272,22 @@ async fn ten_thousand_runs_page_quickly_from_any_cursor() {
     assert_eq!(last["next_cursor"], Value::Null);
     let (_, bobs) = server.get("bob", "/api/runs").await;
     assert_eq!(ids(&bobs).len(), 0);
+    // The runs a run started, with who asked for them.
+    let (_, steps) = server
+        .get("alice", "/api/runs?parent=run00000&limit=5")
+        .await;
+    assert_eq!(
+        ids(&steps),
+        ["run09001", "run08001", "run07001", "run06001", "run05001"]
+    );
+    assert_eq!(steps["runs"][0]["parent"], "run00000");
+    assert_eq!(steps["runs"][0]["client"], "host/1.0");
+    assert_eq!(steps["next_cursor"], "1005001.run05001");
+    let (_, rest) = server
+        .get("alice", "/api/runs?parent=run00000&cursor=1005001.run05001")
+        .await;
+    assert_eq!(ids(&rest).len(), 5);
+    assert_eq!(first["runs"][0].get("parent"), None);
     let took = started.elapsed();
     assert!(took < Duration::from_secs(2), "four pages took {took:?}");
 }

@@ -11,7 +11,7 @@ use crate::session::Session;
 use crate::state::ServerState;
 
 /// `initialize` (session era): agrees on a revision and records the
-/// client's capabilities in `session`.
+/// client's capabilities and name in `session`.
 pub(crate) fn initialize(state: &ServerState, session: &Session, params: &Value) -> Value {
     let asked = params
         .get("protocolVersion")
@@ -30,6 +30,7 @@ pub(crate) fn initialize(state: &ServerState, session: &Session, params: &Value)
             .cloned()
             .unwrap_or_else(|| json!({})),
     );
+    session.set_client(params.get("clientInfo"));
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": capabilities(Era::Session),

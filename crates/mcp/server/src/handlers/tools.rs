@@ -149,6 +149,7 @@ pub(crate) async fn call(
     let options = RunOptions {
         input_requests: answering.then_some(questions),
         owner: session.caller.owner(),
+        client: session.client(scope.era, &params),
         allowed_tools: session.caller.allowed_tools(),
         resume_record: streamed
             .then(|| session.stream_record(request_id, scope))

@@ -1557,7 +1557,7 @@ async fn session_resources_read_of_a_run() {
                 "result": {
                   "content": [
                     {
-                      "text": "{\n  \"runs\": [\n    {\n      \"arguments\": {},\n      \"created_ts\": \"<time>\",\n      \"events\": 2,\n      \"finished_ts\": \"<time>\",\n      \"node\": \"local\",\n      \"run_id\": \"<run-1>\",\n      \"state\": \"completed\",\n      \"tool\": \"test_simple_text\",\n      \"updated_ts\": \"<time>\"\n    }\n  ]\n}",
+                      "text": "{\n  \"runs\": [\n    {\n      \"arguments\": {},\n      \"client\": \"t/1\",\n      \"created_ts\": \"<time>\",\n      \"events\": 2,\n      \"finished_ts\": \"<time>\",\n      \"node\": \"local\",\n      \"run_id\": \"<run-1>\",\n      \"state\": \"completed\",\n      \"tool\": \"test_simple_text\",\n      \"updated_ts\": \"<time>\"\n    }\n  ]\n}",
                       "type": "text"
                     }
                   ],
@@ -1565,6 +1565,7 @@ async fn session_resources_read_of_a_run() {
                     "runs": [
                       {
                         "arguments": {},
+                        "client": "t/1",
                         "created_ts": "<time>",
                         "events": 2,
                         "finished_ts": "<time>",
@@ -1591,7 +1592,7 @@ async fn session_resources_read_of_a_run() {
                   "contents": [
                     {
                       "mimeType": "application/json",
-                      "text": "{\"events\":[{\"arguments\":{},\"node\":\"local\",\"run_id\":\"<run-1>\",\"seq\":0,\"tool\":\"test_simple_text\",\"ts\":\"<time>\",\"type\":\"started\"},{\"content\":[{\"text\":\"This is a simple text response for testing.\",\"type\":\"text\"}],\"run_id\":\"<run-1>\",\"seq\":1,\"ts\":\"<time>\",\"type\":\"completed\"}],\"run\":{\"arguments\":{},\"created_ts\":\"<time>\",\"events\":2,\"finished_ts\":\"<time>\",\"node\":\"local\",\"run_id\":\"<run-1>\",\"state\":\"completed\",\"tool\":\"test_simple_text\",\"updated_ts\":\"<time>\"}}",
+                      "text": "{\"events\":[{\"arguments\":{},\"node\":\"local\",\"run_id\":\"<run-1>\",\"seq\":0,\"tool\":\"test_simple_text\",\"ts\":\"<time>\",\"type\":\"started\"},{\"content\":[{\"text\":\"This is a simple text response for testing.\",\"type\":\"text\"}],\"run_id\":\"<run-1>\",\"seq\":1,\"ts\":\"<time>\",\"type\":\"completed\"}],\"run\":{\"arguments\":{},\"client\":\"t/1\",\"created_ts\":\"<time>\",\"events\":2,\"finished_ts\":\"<time>\",\"node\":\"local\",\"run_id\":\"<run-1>\",\"state\":\"completed\",\"tool\":\"test_simple_text\",\"updated_ts\":\"<time>\"}}",
                       "uri": "weir://runs/<run-1>"
                     }
                   ]

@@ -42,6 +42,7 @@ fn new_run(id: &str, ts: u64) -> NewRun {
         node: "n1".into(),
         ts,
         owner: None,
+        client: None,
         parent: None,
         resume_record: None,
     }

@@ -30,6 +30,7 @@ fn registered(name: &str, arguments: Value) -> NewRun {
         node: "test".into(),
         ts: 10,
         owner: None,
+        client: None,
         parent: None,
         resume_record: None,
     }
@@ -105,8 +106,17 @@ fn user_version(path: &Path) -> i64 {
         .unwrap()
 }
 
+/// Puts the runs table back the way schema 6 laid it out: no clients.
+fn runs_back_to_schema_6(path: &Path) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch("ALTER TABLE runs DROP COLUMN client; PRAGMA user_version = 6;")
+        .unwrap();
+}
+
 /// Puts the runs table back the way schema 5 laid it out: no resume records.
 fn runs_back_to_schema_5(path: &Path) {
+    runs_back_to_schema_6(path);
     rusqlite::Connection::open(path)
         .unwrap()
         .execute_batch("ALTER TABLE runs DROP COLUMN resume_record; PRAGMA user_version = 5;")
@@ -226,7 +236,7 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!((version, without_rowid), (6, 0));
+    assert_eq!((version, without_rowid), (7, 0));
 }
 
 /// A log written by schema 2 (every run's arguments in its row as well as in
@@ -257,7 +267,7 @@ async fn a_schema_2_log_is_migrated_with_every_summary() {
             Some(summary)
         );
     }
-    assert_eq!(user_version(&path), 6);
+    assert_eq!(user_version(&path), 7);
     assert_eq!(
         stored_arguments(&path),
         [
@@ -289,7 +299,7 @@ async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
     assert_eq!(user_version(&path), 3);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 6);
+    assert_eq!(user_version(&path), 7);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.owner.is_none()));
@@ -331,7 +341,7 @@ async fn a_schema_4_log_is_migrated_with_runs_that_have_no_parent() {
     assert_eq!(user_version(&path), 4);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 6);
+    assert_eq!(user_version(&path), 7);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.parent.is_none()));
@@ -350,8 +360,8 @@ async fn a_schema_4_log_is_migrated_with_runs_that_have_no_parent() {
     assert_eq!(child.parent, Some(run_id("scheduled")));
 }
 
-/// A log written by schema 5 (runs without resume records) opens on schema
-/// 6 with every summary and event as it was, each run without a resume
+/// A log written by schema 5 (runs without resume records) opens on the
+/// current schema with every summary and event as it was, each run without a resume
 /// record; the migrated file keeps the records of runs registered
 /// afterwards, also across a reopen.
 #[tokio::test]
@@ -363,7 +373,7 @@ async fn a_schema_5_log_is_migrated_with_runs_that_have_no_resume_record() {
     assert_eq!(user_version(&path), 5);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 6);
+    assert_eq!(user_version(&path), 7);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     for (summary, events) in summaries.iter().zip(&logs) {
@@ -379,6 +389,35 @@ async fn a_schema_5_log_is_migrated_with_runs_that_have_no_resume_record() {
         log.resume_record(&run_id("resumable")).await.unwrap(),
         Some(r#"{"session":"s"}"#.to_owned())
     );
+}
+
+/// A log written by schema 6 (runs without clients) opens on schema 7 with
+/// every summary and event as it was, each run without a client; the
+/// migrated file keeps the client of a run registered afterwards, also
+/// across a reopen.
+#[tokio::test]
+async fn a_schema_6_log_is_migrated_with_runs_that_have_no_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let (summaries, logs) = runs_of_every_kind_written(&path).await;
+    runs_back_to_schema_6(&path);
+    assert_eq!(user_version(&path), 6);
+
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(user_version(&path), 7);
+    let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(migrated, summaries);
+    assert!(migrated.iter().all(|run| run.client.is_none()));
+    for (summary, events) in summaries.iter().zip(&logs) {
+        assert_eq!(&log.read(&summary.run_id, 0, 100).await.unwrap(), events);
+    }
+    let mut named = registered("named", json!({}));
+    named.client = Some("claude-code/2.1".into());
+    log.create_run(named).await.unwrap();
+    drop(log);
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let named = log.get_run(&run_id("named")).await.unwrap().unwrap();
+    assert_eq!(named.client.as_deref(), Some("claude-code/2.1"));
 }
 
 /// A run's arguments are written once: in its row while it is pending, in
