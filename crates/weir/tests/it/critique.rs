@@ -937,24 +937,24 @@ async fn agent_run_refuses_weir_tools_the_server_does_not_have() {
     );
 }
 
-/// The shell lines of the README's critique example: the one `sh` block
-/// of its section "Critique by coding agents".
+/// The shell lines of the documented critique example: the one `sh` block
+/// of docs/critique.md that runs `roast`.
 fn readme_critique_example() -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("read README.md");
-    let section = readme
-        .split("\n### ")
-        .find(|section| section.starts_with("Critique by coding agents"))
-        .expect("README has a section \"Critique by coding agents\"");
-    let blocks: Vec<&str> = section
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/critique.md"
+    ))
+    .expect("read docs/critique.md");
+    let blocks: Vec<&str> = page
         .split("```sh\n")
         .skip(1)
         .map(|block| block.split("```").next().unwrap())
+        .filter(|block| block.contains(" roast "))
         .collect();
     assert_eq!(
         blocks.len(),
         1,
-        "one sh example in the section: {blocks:#?}"
+        "one sh example of roast in docs/critique.md: {blocks:#?}"
     );
     blocks[0].to_owned()
 }
