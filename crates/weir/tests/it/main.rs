@@ -26,6 +26,7 @@ mod codeintel_scip; // issue 23's ground truth: weir against scip-python
 mod codeintel_truth; // issue 23's acceptance on this repository
 mod critique;
 mod dashboard;
+mod doc_examples; // Issue 24, finding 6: the README and docs' runnable examples and links.
 mod edges;
 mod exec;
 mod exec_hardening;
