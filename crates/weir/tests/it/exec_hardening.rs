@@ -529,24 +529,25 @@ print('held', sum(1 for code in codes if code == 0), codes, flush=True)
             .unwrap_or_else(|| panic!("{mode}: {answer:?}"));
         let limits = server.limits();
         let memory = &limits["run_memory"];
-        if memory["per"] == "run" {
-            let cap = memory["bytes"].as_u64().unwrap();
-            assert!(
-                held * (450 << 20) <= cap,
-                "{mode}: {held} children held 450 MiB each under a cap of {cap} bytes: {out}"
-            );
-            assert!(
-                answer.structured()["oom_kills"].as_u64() > Some(0),
-                "{mode}: the result says the cap was reached: {answer:?}"
-            );
-        } else {
-            // No per-run cap here: it must say so, and why.
-            assert_eq!(memory["per"], "none", "{mode}: {limits}");
-            assert!(
-                memory["why"].as_str().is_some_and(|why| !why.is_empty()),
-                "{mode}: {limits}"
-            );
-        }
+        // The per-run cap needs a cgroup weir may make (v1, or v2 with a
+        // delegated subtree). Where there is none weir says so (the
+        // `"per": "none"` report, checked by the exec pack's tests), but
+        // this test is about the cap: it fails there rather than pass on
+        // the report.
+        assert_eq!(
+            memory["per"], "run",
+            "{mode}: no per-run memory cap on this machine, so this test cannot check it \
+             (the tests need a cgroup weir may make): {limits}"
+        );
+        let cap = memory["bytes"].as_u64().unwrap();
+        assert!(
+            held * (450 << 20) <= cap,
+            "{mode}: {held} children held 450 MiB each under a cap of {cap} bytes: {out}"
+        );
+        assert!(
+            answer.structured()["oom_kills"].as_u64() > Some(0),
+            "{mode}: the result says the cap was reached: {answer:?}"
+        );
     });
 }
 
