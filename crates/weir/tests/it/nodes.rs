@@ -9,7 +9,9 @@
 //! closed `interrupted` by a survivor within a bounded time; Redis killed
 //! and restarted mid-run loses nothing; a call a busy node has no slot for
 //! is executed by an idle one; a 2025-11-25 call stream left on one node
-//! is resumed on another, by its session's caller only. In every case the
+//! is resumed on another, by its session's caller only; a run of an
+//! upstream's tool (issue 26) started on A is followed and cancelled from
+//! B, the cancel reaching the upstream process. In every case the
 //! events a client put together from its resumes are the run's log
 //! exactly: dense from 0, none twice, one terminal event, last.
 
@@ -1061,4 +1063,135 @@ fn only_the_session_s_caller_resumes_its_call_stream_on_another_node() {
     assert_eq!(resumed.status, 200, "{}", resumed.head);
     let (_, first) = resumed.next().expect("alice's stream, resumed");
     assert!(is_partial(&first), "{first}");
+}
+
+/// Issue 26: two nodes wrapping the same upstream (the Python SDK server of
+/// tests/wrap/, `--upstream slow=-- PYTHON sdk_server.py`, each node its own
+/// process of it): a run of its tool started through A as a task is
+/// followed from B and cancelled from B. The upstream process that ran the
+/// call records the cancel (`notifications/cancelled` reached it through
+/// A), it never finishes the call, and the run's log, as B's follower put
+/// it together, ends with exactly one terminal event, `canceled`.
+#[test]
+fn an_upstream_run_started_on_one_node_is_followed_and_cancelled_from_another() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = std::env::var_os("WRAP_SDK_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo.join("target/clients/py-mcp1/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: `scripts/wrap-tests install` makes it (scripts/test does)",
+        python.display()
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let recorded = scratch.path().join("upstream.jsonl");
+    let upstream = format!(
+        "slow=-- env WRAP_LOG={} {} {}",
+        recorded.display(),
+        python.display(),
+        repo.join("tests/wrap/sdk_server.py").display()
+    );
+    let events = |kind: &str| -> Vec<Value> {
+        std::fs::read_to_string(&recorded)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|event| event["event"] == kind)
+            .collect()
+    };
+    let redis = Redis::start();
+    let a = Node::start_with(&redis, "a", &["--upstream", &upstream]);
+    let b = Node::start_with(&redis, "b", &["--upstream", &upstream]);
+    // Both nodes listed the upstream's tools: two processes of it, listening.
+    let until = Instant::now() + Duration::from_secs(20);
+    while events("listening").len() < 2 {
+        assert!(Instant::now() < until, "{:?}", events("listening"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let session = a.session();
+    let created = a.rpc(
+        Some(&session),
+        "tools/call",
+        json!({
+            "name": "slow__slow",
+            "arguments": {"duration_s": 60, "interval_s": 0.2},
+            "task": {"ttl": 600_000},
+        }),
+    );
+    let run_id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_owned();
+
+    // B follows it from the start: the upstream's progress, as it comes.
+    let on_b = Tail::start(&b, &run_id, 0);
+    let first = on_b.take(6, Duration::from_secs(20));
+    assert!(
+        first
+            .iter()
+            .filter(|event| event["type"] == "progress")
+            .count()
+            >= 2,
+        "{first:#?}"
+    );
+    let start = events("start");
+    assert_eq!(start.len(), 1, "{start:?}");
+    let cancelled = b.rpc(
+        None,
+        "tools/call",
+        json!({"name": "runs_cancel", "arguments": {"run_id": run_id, "reason": "asked on B"}}),
+    );
+    assert_eq!(
+        cancelled["result"]["structuredContent"]["cancelled"], true,
+        "{cancelled}"
+    );
+    let mut whole = first;
+    whole.extend(on_b.to_end(Duration::from_secs(20)));
+    let terminal = assert_whole_log(&whole);
+    assert_eq!(terminal["type"], "canceled", "{terminal}");
+    assert_eq!(terminal["reason"], "asked on B", "{terminal}");
+
+    // The process that ran the call saw the cancel, and stopped.
+    let until = Instant::now() + Duration::from_secs(10);
+    while events("cancelled").is_empty() {
+        assert!(Instant::now() < until, "the upstream never saw the cancel");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = events("cancelled");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["pid"], start[0]["pid"], "{seen:?} {start:?}");
+    let ticks = events("progress").len();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        events("progress").len(),
+        ticks,
+        "it went on after the cancel"
+    );
+    assert!(events("done").is_empty());
+
+    // A and B read the same log: one terminal event, canceled, by A.
+    let got = a.rpc(
+        None,
+        "tools/call",
+        json!({"name": "runs_events", "arguments": {"run_id": run_id, "limit": 1000}}),
+    );
+    let logged = got["result"]["structuredContent"]["events"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{got}"))
+        .clone();
+    assert_eq!(logged, whole);
+    let run = b.rpc(
+        None,
+        "tools/call",
+        json!({"name": "runs_get", "arguments": {"run_id": run_id}}),
+    );
+    assert_eq!(
+        run["result"]["structuredContent"]["run"]["node"], "a",
+        "{run}"
+    );
+    assert_eq!(
+        run["result"]["structuredContent"]["run"]["tool"], "slow__slow",
+        "{run}"
+    );
 }
