@@ -7,7 +7,8 @@
 //! ([`ProgressTracker`], which also turns a [`Milestone`] into a progress
 //! report with an estimate of the time left), the circuit breaker of a
 //! service that keeps failing ([`CircuitBreaker`]), and argument checks
-//! against a tool's input schema ([`check_arguments`]). Time helpers format timestamps ([`iso8601`]).
+//! against a tool's input schema ([`check_arguments`]) and the output schema
+//! a tool lists ([`output_contract`]). Time helpers format timestamps ([`iso8601`]).
 //!
 //! **Not for:** IO of any kind. This crate has no async runtime, no database
 //! and no protocol; time comes in as arguments. Stores, schedulers and MCP
@@ -45,6 +46,6 @@ pub use event::{
 };
 pub use guard::{AlreadyTerminated, CompletionGuard};
 pub use progress::{Milestone, ProgressTracker};
-pub use schema::check_arguments;
+pub use schema::{check_arguments, output_contract};
 pub use state::{LogTail, RunState, Violation};
 pub use time::{human_duration, iso8601, utc_display};

@@ -177,6 +177,60 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The output schema a server lists for a tool whose full result schema is
+/// `schema`: what every result carries and nothing else. The required
+/// top-level fields, each with its `type` (and `enum`); an array's items
+/// by their type; no descriptions, bounds, optional fields or nested
+/// fields.
+///
+/// A host pays for every byte of `tools/list` in its context window, and
+/// a client relies only on the fields a result always has; the rest is
+/// in the tool's description and its docs. Every keyword kept is one of
+/// `schema`'s, so whatever fits `schema` fits the contract.
+///
+/// ```
+/// use serde_json::json;
+/// let full = json!({"type": "object", "properties": {
+///     "exit_code": {"type": ["integer", "null"], "description": "null when a signal ended it."},
+///     "usage": {"type": "object", "properties": {"tokens": {"type": "integer"}}},
+///     "lines": {"type": "array", "items": {"type": "object", "required": ["n"]}},
+/// }, "required": ["exit_code", "lines"]});
+/// assert_eq!(weir_core::output_contract(&full), json!({"type": "object", "properties": {
+///     "exit_code": {"type": ["integer", "null"]},
+///     "lines": {"type": "array", "items": {"type": "object"}},
+/// }, "required": ["exit_code", "lines"]}));
+/// ```
+pub fn output_contract(schema: &Value) -> Value {
+    let mut contract = shape(schema);
+    let required = schema.get("required").and_then(Value::as_array);
+    let Some(required) = required.filter(|names| !names.is_empty()) else {
+        return contract;
+    };
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let fields: serde_json::Map<String, Value> = required
+        .iter()
+        .filter_map(Value::as_str)
+        .filter_map(|name| Some((name.to_owned(), shape(properties?.get(name)?))))
+        .collect();
+    contract["properties"] = Value::Object(fields);
+    contract["required"] = Value::Array(required.clone());
+    contract
+}
+
+/// A schema's `type` and `enum`, and its items' (an array's).
+fn shape(schema: &Value) -> Value {
+    let mut shape = serde_json::Map::new();
+    for keyword in ["type", "enum"] {
+        if let Some(value) = schema.get(keyword) {
+            shape.insert(keyword.to_owned(), value.clone());
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        shape.insert("items".to_owned(), self::shape(items));
+    }
+    Value::Object(shape)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,5 +300,50 @@ mod tests {
             json!({"type": "object", "properties": {"x": {"pattern": "^a", "format": "uri"}}});
         assert!(check_arguments(&schema, &json!({"x": "zzz"})).is_ok());
         assert!(check_arguments(&json!(true), &json!(null)).is_ok());
+    }
+
+    /// The contract only loosens the schema, and keeps what a client
+    /// relies on: the required fields and their types.
+    #[test]
+    fn the_contract_accepts_what_the_schema_accepts_and_keeps_its_required_fields() {
+        let schema = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "n": {"type": "integer", "minimum": 1, "description": "A count."},
+                "rows": {"type": "array", "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}},
+                "note": {"type": "string"}
+            },
+            "required": ["n", "rows"]
+        });
+        let contract = output_contract(&schema);
+        for value in [
+            json!({"n": 2, "rows": [{"id": "a"}]}),
+            json!({"n": 2, "rows": [], "note": "x"}),
+        ] {
+            assert_eq!(check_arguments(&schema, &value), Ok(()));
+            assert_eq!(check_arguments(&contract, &value), Ok(()));
+        }
+        assert_eq!(
+            error(contract.clone(), json!({"rows": []})),
+            "arguments.n is required"
+        );
+        assert_eq!(
+            error(contract.clone(), json!({"n": "2", "rows": []})),
+            "arguments.n must be an integer, got a string"
+        );
+        assert_eq!(
+            error(contract.clone(), json!({"n": 2, "rows": [1]})),
+            "arguments.rows[0] must be an object, got an integer"
+        );
+        // Bounds, optional fields and nested fields are the docs' to say.
+        assert_eq!(
+            check_arguments(&contract, &json!({"n": 0, "rows": [{}], "x": 1})),
+            Ok(())
+        );
+        assert_eq!(
+            output_contract(&json!({"type": "object"})),
+            json!({"type": "object"})
+        );
     }
 }

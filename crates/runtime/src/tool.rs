@@ -19,7 +19,10 @@ pub struct ToolInfo {
     pub description: String,
     /// JSON Schema of its arguments.
     pub input_schema: Value,
-    /// JSON Schema of its structured result, if it has one.
+    /// JSON Schema of its structured result, if it has one, as listed.
+    /// weir's packs list what every result carries
+    /// (`weir_core::output_contract` of the full shape), since a host
+    /// pays for every byte of `tools/list`.
     pub output_schema: Option<Value>,
     /// Whether it delivers its result incrementally (`partial` events).
     pub streams: bool,

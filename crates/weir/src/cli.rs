@@ -256,7 +256,7 @@ pub(crate) struct ServeArgs {
     pub(crate) fixtures: bool,
     /// Serve only these tools: tool names, pack names (exec, codeintel,
     /// critique, llmstxt, plan, runs; fixtures, upstream:NAME) or
-    /// patterns with `*` (roast*), comma-separated [default: every tool].
+    /// patterns with `*` (runs_*), comma-separated [default: every tool].
     #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
     pub(crate) tools: Vec<String>,
     /// Leave these tools out: names as for --tools (--no-exec is

@@ -81,7 +81,7 @@ impl Tool for AgentRun {
             "Runs one coding-agent CLI (claude, codex or gemini) on a prompt and streams what it does as partial results: text as it is typed (group \"text\"), and each other normalized event — session start, tool use and result, permission request, message, result, error — as a structured item (group \"events\"). With weir_tools (claude only), the agent may call those tools of this server as mcp__weir__TOOL, each call a child run of this run; its other tools that need permission are refused. The agent works in cwd, a directory inside the server's roots (else the first root). The result is the agent's last message with its usage, cost and session id; a failed agent fails the call, saying why.",
             args::agent_run_schema(),
         );
-        info.output_schema = Some(json!({
+        info.output_schema = Some(weir_core::output_contract(&json!({
             "type": "object",
             "properties": {
                 "cli": {"type": "string"},
@@ -96,7 +96,7 @@ impl Tool for AgentRun {
                 "exit_code": {"type": ["integer", "null"]}
             },
             "required": ["cli", "text", "is_error"]
-        }));
+        })));
         info.streams = true;
         info.timeout = Some(self.0.config.agent_timeout + Duration::from_secs(30));
         info

@@ -291,3 +291,66 @@ pub(crate) fn output_schema() -> Value {
         "required": ["context_id", "cached", "rounds", "agents", "findings", "report"]
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use weir_core::{BreakerState, check_arguments, output_contract};
+
+    use super::*;
+
+    /// A roast's structuredContent, cached or not, first page or a later
+    /// one, fits the full schema and so the one `roast` lists (issue 24).
+    #[test]
+    fn a_result_fits_the_schema_and_the_listed_contract() {
+        let outcome = |cli: &str, status, error: Option<&str>| AgentOutcome {
+            cli: cli.into(),
+            model: None,
+            status,
+            error: error.map(str::to_owned),
+            setup: error.map(|_| "log in".to_owned()),
+            duration_ms: 12,
+            output_bytes: 40,
+            findings: 1,
+            usage: Value::Null,
+            cost_usd: Some(0.01),
+            session_id: None,
+            breaker: BreakerSnapshot {
+                state: BreakerState::Closed,
+                consecutive_failures: 0,
+                retry_in_ms: None,
+            },
+        };
+        let report = Report {
+            context_id: "c1".into(),
+            text: "## claude\n\nx".repeat(50),
+            findings: vec![AgentFinding {
+                agent: "claude".into(),
+                finding: Finding {
+                    severity: Severity::High,
+                    category: Some("security".into()),
+                    file: Some("a.rs".into()),
+                    line: Some(3),
+                    text: "a shell command".into(),
+                },
+            }],
+            agents: vec![
+                outcome("claude", Status::Ok, None),
+                outcome("codex", Status::Failed, Some("not logged in")),
+            ],
+            rounds: 1,
+        };
+        let full = output_schema();
+        let listed = output_contract(&full);
+        for (offset, cached, shape) in [(0, false, Shape::Critique), (100, true, Shape::Page)] {
+            let structured = result(&report, offset, 64, cached, shape)
+                .structured
+                .unwrap();
+            assert_eq!(check_arguments(&full, &structured), Ok(()), "{structured}");
+            assert_eq!(
+                check_arguments(&listed, &structured),
+                Ok(()),
+                "{structured}"
+            );
+        }
+    }
+}

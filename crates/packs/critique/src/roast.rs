@@ -36,7 +36,7 @@ impl Tool for Roast {
             ),
             args::roast_schema(),
         );
-        info.output_schema = Some(report::output_schema());
+        info.output_schema = Some(weir_core::output_contract(&report::output_schema()));
         info.streams = true;
         // Each agent is killed at its own limit; with max_parallel 1 the
         // (at most three) agents run one after another.

@@ -22,7 +22,7 @@ impl Tool for CritiqueStatus {
             "The critique agents' state: each CLI's circuit breaker (closed, open with the time until it tries again, half-open) and last failure, the configured agents and models, and how many critiques are cached.",
             json!({"type": "object", "properties": {}, "additionalProperties": false}),
         );
-        info.output_schema = Some(json!({
+        info.output_schema = Some(weir_core::output_contract(&json!({
             "type": "object",
             "properties": {
                 "agents": {"type": "array", "items": {"type": "object", "properties": {
@@ -37,7 +37,7 @@ impl Tool for CritiqueStatus {
                 "reports": {"type": "integer"}
             },
             "required": ["agents", "breaker_config", "cached_critiques", "reports"]
-        }));
+        })));
         info
     }
 

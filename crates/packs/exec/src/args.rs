@@ -300,7 +300,10 @@ fn language_schema(languages: &[String]) -> Value {
     })
 }
 
-/// `execute_code`'s output schema.
+/// `execute_code`'s output schema. Beside these fields the server adds
+/// `stdout` and `stderr` (the program's streams, cut when
+/// `output_truncated`), `output_truncated` and `output_uri`
+/// (`ToolInfo::with_text_fields`).
 pub(crate) fn execute_output_schema() -> Value {
     json!({
         "type": "object",
@@ -326,14 +329,6 @@ pub(crate) fn execute_output_schema() -> Value {
         "required": ["language", "exit_code", "signal", "timed_out", "signals_sent", "leftovers_killed", "duration_ms", "stdout_bytes", "stderr_bytes", "shown_bytes", "truncated", "output_limit_bytes", "invalid_utf8", "output_encoding", "sandbox", "memory_peak_bytes", "oom_kills"]
     })
 }
-
-/// What `execute_code`'s text fields hold, which the server adds to its
-/// output schema (`ToolInfo::with_text_fields`) and fills from the run's
-/// partial results: said here, since only the tool knows.
-pub(crate) const EXECUTE_TEXT_FIELDS: [(&str, &str); 2] = [
-    ("stdout", "The program's stdout; cut when output_truncated."),
-    ("stderr", "The program's stderr; cut when output_truncated."),
-];
 
 /// `validate_code`'s input schema.
 pub(crate) fn validate_schema(languages: &[String]) -> Value {

@@ -91,11 +91,8 @@ impl Tool for ExecuteCode {
         let mut info = info
             .with_text_fields(&["stdout", "stderr"])
             .with_secret_fields(&["env"]);
-        if let Some(schema) = &mut info.output_schema {
-            for (field, description) in args::EXECUTE_TEXT_FIELDS {
-                schema["properties"][field]["description"] = description.into();
-            }
-        }
+        // Listed: what every result carries, typed (no descriptions).
+        info.output_schema = info.output_schema.as_ref().map(weir_core::output_contract);
         // In the sandbox a program changes nothing that outlives its run
         // and reaches no network.
         let mut info = info.with_hints(match pack.jail.isolation() {
@@ -138,14 +135,23 @@ impl Tool for ValidateCode {
         let pack = &self.0;
         let mut info = ToolInfo::new(
             "validate_code",
+            // execute_code's description names the languages and the
+            // sandbox; said again here only when something is wrong.
             format!(
-                "Checks a program's syntax without running it (perl -c runs BEGIN blocks), with execute_code's sandbox and limits. {} {}",
-                languages_sentence(pack),
-                sandbox_sentence(pack.jail.isolation())
+                "Checks a program's syntax without running it (perl -c runs BEGIN blocks), with execute_code's languages, sandbox and limits.{}{}",
+                match pack.unavailable_reason() {
+                    Some(_) => format!(" {}", languages_sentence(pack)),
+                    None => String::new(),
+                },
+                match pack.jail.isolation() {
+                    isolation @ Isolation::None { .. } =>
+                        format!(" {}", sandbox_sentence(isolation)),
+                    Isolation::Bubblewrap(_) => String::new(),
+                }
             ),
             args::validate_schema(&pack.accepted_names()),
         );
-        info.output_schema = Some(json!({
+        info.output_schema = Some(weir_core::output_contract(&json!({
             "type": "object",
             "properties": {
                 "valid": {"type": "boolean"},
@@ -156,7 +162,7 @@ impl Tool for ValidateCode {
                 "timed_out": {"type": "boolean"}
             },
             "required": ["valid", "language", "checker", "check_status", "diagnostics", "timed_out"]
-        }));
+        })));
         info.timeout = Some(CHECK_TIMEOUT + Duration::from_secs(10));
         info.max_concurrent = Some(pack.config.max_concurrent);
         // Checking runs the checker, never the program; but Perl's -c runs
@@ -248,7 +254,7 @@ impl Tool for ListLanguages {
             "The languages execute_code can run here (with versions, or why missing), the sandbox in use and every limit.",
             args::list_schema(),
         );
-        info.output_schema = Some(json!({
+        info.output_schema = Some(weir_core::output_contract(&json!({
             "type": "object",
             "properties": {
                 "languages": {"type": "array", "items": {"type": "object"}},
@@ -258,7 +264,7 @@ impl Tool for ListLanguages {
                 "limits": {"type": "object"}
             },
             "required": ["languages", "sandbox", "run_as", "workdir", "limits"]
-        }));
+        })));
         info.with_hints(Hints::READ_ONLY)
     }
 

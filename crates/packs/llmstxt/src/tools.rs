@@ -56,7 +56,7 @@ impl Tool for GenerateTool {
             args::generate_schema(),
         );
         let string = json!({"type": "string"});
-        info.output_schema = Some(json!({
+        info.output_schema = Some(weir_core::output_contract(&json!({
             "type": "object",
             "properties": {
                 "name": string,
@@ -75,17 +75,17 @@ impl Tool for GenerateTool {
                 "model": {"type": "object", "description": "Calls, tokens, failures, or why it was not used."},
             },
             "required": ["name", "summary", "mode", "llms_txt", "warnings", "files", "left_out", "sections", "artifacts", "model"],
-        }));
+        })));
         info.streams = true;
         info.timeout = Some(generate::TIMEOUT);
         // Each run reads a tree and may hold a model for minutes.
         info.max_concurrent = Some(4);
-        // It writes only its run's artifacts, but asks a model (or clones
-        // a repository) over the network, and a model answers differently
-        // each time.
+        // With write and overwrite it replaces the llms.txt files in the
+        // source directory; it asks a model (or clones a repository) over
+        // the network, and a model answers differently each time.
         info.with_hints(Hints {
             read_only: false,
-            destructive: false,
+            destructive: true,
             idempotent: false,
             open_world: true,
         })
@@ -105,7 +105,7 @@ impl Tool for ValidateTool {
             "Checks an llms.txt against the llmstxt.org spec, or an llms-full.txt / llms-ctx.txt against llmstxt_generate's forms: errors and warnings by line.",
             args::validate_schema(),
         );
-        info.output_schema = Some(json!({
+        info.output_schema = Some(weir_core::output_contract(&json!({
             "type": "object",
             "properties": {
                 "valid": {"type": "boolean"},
@@ -115,7 +115,7 @@ impl Tool for ValidateTool {
                 "document": {"type": "object", "description": "The llms.txt as read."},
             },
             "required": ["valid", "format", "errors", "warnings"],
-        }));
+        })));
         info.with_hints(Hints::READ_ONLY)
     }
 

@@ -148,7 +148,7 @@ impl Tool for PlanRun {
                 "required": ["plan"]
             }),
         );
-        info.output_schema = Some(json!({
+        info.output_schema = Some(weir_core::output_contract(&json!({
             "type": "object",
             "properties": {
                 "name": {"type": ["string", "null"]},
@@ -171,7 +171,7 @@ impl Tool for PlanRun {
                 }}
             },
             "required": ["name", "outcome", "steps"]
-        }));
+        })));
         info.streams = true;
         // Its steps may call any tool, here or upstream: it can do what
         // the most powerful of them does.

@@ -7,7 +7,10 @@
 //! - `--tools` and `--no-tools` serve what they name (tools, packs,
 //!   patterns), `--no-exec` is `--no-tools exec`, and an unknown name stops
 //!   the start naming the choices;
-//! - the list's size in tokens, printed for the whole and each tool.
+//! - the list's size in tokens, printed for the whole and each tool:
+//!   under 8,000 and 1,000;
+//! - each tool's real `structuredContent` fits the (lean) `outputSchema`
+//!   it lists.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -67,11 +70,15 @@ struct Serve {
 
 impl Serve {
     fn start(name: &str, extra: &[&str]) -> Serve {
-        let dir = scratch(name);
+        Serve::start_in(&scratch(name), extra)
+    }
+
+    /// Started in `dir`, its default root.
+    fn start_in(dir: &std::path::Path, extra: &[&str]) -> Serve {
         let mut child = Command::new(WEIR)
             .args(["serve", "--stdio", "--memory"])
             .args(extra)
-            .current_dir(&dir)
+            .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -212,6 +219,8 @@ fn every_tool_declares_all_four_hints_and_the_read_only_ones_are_the_tables() {
     assert_eq!(hint("index_repo", "idempotentHint"), json!(true));
     assert_eq!(hint("index_repo", "destructiveHint"), json!(false));
     assert_eq!(hint("llmstxt_generate", "openWorldHint"), json!(true));
+    // write: true with overwrite: true replaces the files in the source.
+    assert_eq!(hint("llmstxt_generate", "destructiveHint"), json!(true));
     assert_eq!(hint("roast", "openWorldHint"), json!(true));
     assert_eq!(hint("execute_code", "destructiveHint"), json!(!sandboxed));
     assert_eq!(hint("execute_code", "openWorldHint"), json!(!sandboxed));
@@ -297,9 +306,10 @@ fn an_unknown_name_stops_the_start_naming_the_choices() {
 }
 
 /// Tokens of `value` as a host sends it to a model: the bytes of its
-/// compact JSON over four. For this list that is a few percent above what
-/// OpenAI's tokenizers count (checked by hand: 11,613 against cl100k_base's
-/// 10,653 and o200k_base's 11,248), so a figure here is not flattering.
+/// compact JSON over four. That is a few percent above what OpenAI's
+/// tokenizers count (checked by hand on the list of 11,613 such tokens
+/// before issue 24: cl100k_base 10,653, o200k_base 11,248), so a figure
+/// here is not flattering.
 fn tokens(value: &Value) -> usize {
     serde_json::to_string(value).unwrap().len() / 4
 }
@@ -311,15 +321,13 @@ fn model_view(tool: &Value) -> Value {
     json!({"name": tool["name"], "description": tool["description"], "inputSchema": tool["inputSchema"]})
 }
 
-/// The issue's targets are a default list under 8,000 tokens and each
-/// tool under 1,000. Each tool holds; the whole does not: the output
-/// schemas weir lists (about 6,200 tokens; structure, not prose: with
-/// every description removed the list is still about 7,600) are more than
-/// half of it. What a model is handed of the list (name, description,
-/// input schema) is held under 5,000, and the whole under 12,000, so that
-/// it only shrinks from here.
-const WHOLE_LIST_CEILING: usize = 12_000;
-const MODEL_VIEW_CEILING: usize = 5_000;
+/// The issue's targets: the default list under 8,000 tokens, each tool
+/// under 1,000. Output schemas are listed as what every result carries
+/// (`weir_core::output_contract`), which took them from about 6,300 tokens
+/// to about 2,200; what a model is handed (name, description, input
+/// schema) is held under 5,000 too, so that it only shrinks from here.
+const WHOLE_LIST: usize = 8_000;
+const MODEL_VIEW: usize = 5_000;
 const PER_TOOL: usize = 1_000;
 
 #[test]
@@ -349,11 +357,151 @@ fn the_default_list_is_measured_in_tokens_and_each_tool_is_under_a_thousand() {
         "tools of {PER_TOOL} tokens or more: {over:?}"
     );
     assert!(
-        whole < WHOLE_LIST_CEILING,
-        "the default list grew to {whole} tokens"
+        whole < WHOLE_LIST,
+        "the default list is {whole} tokens, not under {WHOLE_LIST}"
     );
     assert!(
-        seen < MODEL_VIEW_CEILING,
-        "the model's part of the list grew to {seen} tokens"
+        seen < MODEL_VIEW,
+        "the model's part of the list is {seen} tokens, not under {MODEL_VIEW}"
+    );
+}
+
+/// A small Python project with a README, committed, to call every tool on.
+fn project(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    std::fs::create_dir_all(dir.join("app")).unwrap();
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    std::fs::write(dir.join("README.md"), "# Greeter\n\nSays hello.\n").unwrap();
+    std::fs::write(
+        dir.join("app/greet.py"),
+        "def greet(name):\n    \"\"\"Says hello.\"\"\"\n    return f'hello {name}'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("app/main.py"),
+        "from app.greet import greet\n\n\ndef main():\n    print(greet('you'))\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tests/test_greet.py"),
+        "from app.greet import greet\n\n\ndef test_greet():\n    assert greet('a') == 'hello a'\n",
+    )
+    .unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "first",
+        ],
+    ] {
+        Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+    }
+    dir
+}
+
+/// Issue 24, finding 5: the output schemas are listed lean, and MCP still
+/// holds: each tool's real `structuredContent` fits the `outputSchema` it
+/// lists, checked as the official SDK clients check it (every tool of the
+/// default list with one is called, and succeeds; roast and agent_run need
+/// agent CLIs, so the critique pack checks their results' shape itself).
+#[test]
+fn every_tools_structured_result_fits_its_listed_output_schema() {
+    let dir = project("results");
+    let mut serve = Serve::start_in(&dir, &[]);
+    let tools = serve.tools();
+    let calls: Vec<(&str, Value)> = vec![
+        (
+            "execute_code",
+            json!({"language": "python", "code": "print('hi')"}),
+        ),
+        (
+            "validate_code",
+            json!({"language": "python", "code": "x = 1"}),
+        ),
+        ("list_languages", json!({})),
+        ("critique_status", json!({})),
+        ("llmstxt_generate", json!({"source": "."})),
+        (
+            "llmstxt_validate",
+            json!({"text": "# Greeter\n\n> Says hello.\n"}),
+        ),
+        (
+            "plan_run",
+            json!({"plan": {"steps": [{"id": "a", "tool": "list_languages"}]}}),
+        ),
+        ("index_repo", json!({"path": "."})),
+        ("search_symbols", json!({"repo": ".", "query": "greet"})),
+        ("find_references", json!({"repo": ".", "symbol": "greet"})),
+        ("get_architecture", json!({"repo": "."})),
+        ("explore", json!({"repo": ".", "path": "."})),
+        ("understand", json!({"repo": ".", "symbol": "greet"})),
+        ("prepare_change", json!({"repo": ".", "symbol": "greet"})),
+        ("runs_list", json!({})),
+        ("get_status", json!({})),
+    ];
+    let mut checked = Vec::new();
+    let mut check = |serve: &mut Serve, name: &str, arguments: Value| {
+        let answer = serve.request("tools/call", json!({"name": name, "arguments": arguments}));
+        let result = &answer["result"];
+        assert_ne!(result["isError"], json!(true), "{name} failed: {answer}");
+        let tool = tools.iter().find(|tool| tool["name"] == name).unwrap();
+        weir_fixtures::host::check_output_schema(tool, result)
+            .unwrap_or_else(|error| panic!("{error}\n{}", result["structuredContent"]));
+        checked.push(name.to_owned());
+        result.clone()
+    };
+    for (name, arguments) in calls {
+        check(&mut serve, name, arguments);
+    }
+    // The runs tools, on the llms.txt run (its id is the newest run's).
+    let runs = serve.request(
+        "tools/call",
+        json!({"name": "runs_list", "arguments": {"tool": "llmstxt_generate"}}),
+    );
+    let run = runs["result"]["structuredContent"]["runs"][0]["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no llmstxt_generate run: {runs}"))
+        .to_owned();
+    check(&mut serve, "runs_get", json!({"run_id": run}));
+    check(&mut serve, "runs_events", json!({"run_id": run}));
+    check(
+        &mut serve,
+        "runs_artifact",
+        json!({"run_id": run, "name": "llms.txt"}),
+    );
+    // A run still going, to cancel (its answer comes later, unread).
+    serve.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_code", "arguments": {"language": "sh", "code": "sleep 60"}}}));
+    let working = loop {
+        let runs = serve.request(
+            "tools/call",
+            json!({"name": "runs_list", "arguments": {"tool": "execute_code", "state": "working"}}),
+        );
+        if let Some(run) = runs["result"]["structuredContent"]["runs"][0]["run_id"].as_str() {
+            break run.to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    check(&mut serve, "runs_cancel", json!({"run_id": working}));
+    let mut unchecked: Vec<&str> = tools
+        .iter()
+        .filter(|tool| tool.get("outputSchema").is_some())
+        .filter_map(|tool| tool["name"].as_str())
+        .filter(|name| !checked.iter().any(|done| done == name))
+        .collect();
+    unchecked.sort_unstable();
+    assert_eq!(
+        unchecked,
+        ["agent_run", "roast"],
+        "tools listing an outputSchema this test does not call"
     );
 }

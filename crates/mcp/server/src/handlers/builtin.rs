@@ -76,8 +76,9 @@ fn run_schema() -> Value {
 /// `tools/call` looks its name and input schema up here.
 ///
 /// Each returns its answer twice, as `structuredContent` and as the same
-/// JSON in a text block, and declares its shape as `outputSchema`: hosts
-/// that hand the model only one of the two lose nothing.
+/// JSON in a text block, and declares what it always carries as
+/// `outputSchema` (`weir_core::output_contract` of its shape): hosts that
+/// hand the model only one of the two lose nothing.
 pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
     let tool =
         |name: &str, description: &str, properties: Value, required: &[&str], output: Value| {
@@ -85,7 +86,7 @@ pub(crate) static TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                 "name": name,
                 "description": description,
                 "inputSchema": { "type": "object", "properties": properties, "required": required },
-                "outputSchema": output,
+                "outputSchema": weir_core::output_contract(&output),
                 "execution": { "taskSupport": "forbidden" },
                 "annotations": hints(name != "runs_cancel"),
             })

@@ -592,44 +592,7 @@ async fn session_tools_list() {
                       },
                       "name": "runs_list",
                       "outputSchema": {
-                        "properties": {
-                          "runs": {
-                            "items": {
-                              "properties": {
-                                "arguments": {},
-                                "created_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"},
-                                "events": {"description": "Events in its log.", "minimum": 0, "type": "integer"},
-                                "finished_ts": {
-                                  "description": "Unix ms; null while it runs.",
-                                  "minimum": 0,
-                                  "type": ["integer", "null"]
-                                },
-                                "node": {"type": "string"},
-                                "owner": {"description": "The credential that started it.", "type": "string"},
-                                "run_id": {"description": "The run's id (a task's id).", "type": "string"},
-                                "state": {
-                                  "description": "pending, working, input_required, completed, failed or canceled.",
-                                  "type": "string"
-                                },
-                                "tool": {"type": "string"},
-                                "updated_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"}
-                              },
-                              "required": [
-                                "arguments",
-                                "created_ts",
-                                "events",
-                                "finished_ts",
-                                "node",
-                                "run_id",
-                                "state",
-                                "tool",
-                                "updated_ts"
-                              ],
-                              "type": "object"
-                            },
-                            "type": "array"
-                          }
-                        },
+                        "properties": {"runs": {"items": {"type": "object"}, "type": "array"}},
                         "required": ["runs"],
                         "type": "object"
                       }
@@ -652,41 +615,7 @@ async fn session_tools_list() {
                       },
                       "name": "runs_get",
                       "outputSchema": {
-                        "properties": {
-                          "run": {
-                            "properties": {
-                              "arguments": {},
-                              "created_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"},
-                              "events": {"description": "Events in its log.", "minimum": 0, "type": "integer"},
-                              "finished_ts": {
-                                "description": "Unix ms; null while it runs.",
-                                "minimum": 0,
-                                "type": ["integer", "null"]
-                              },
-                              "node": {"type": "string"},
-                              "owner": {"description": "The credential that started it.", "type": "string"},
-                              "run_id": {"description": "The run's id (a task's id).", "type": "string"},
-                              "state": {
-                                "description": "pending, working, input_required, completed, failed or canceled.",
-                                "type": "string"
-                              },
-                              "tool": {"type": "string"},
-                              "updated_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"}
-                            },
-                            "required": [
-                              "arguments",
-                              "created_ts",
-                              "events",
-                              "finished_ts",
-                              "node",
-                              "run_id",
-                              "state",
-                              "tool",
-                              "updated_ts"
-                            ],
-                            "type": "object"
-                          }
-                        },
+                        "properties": {"run": {"type": "object"}},
                         "required": ["run"],
                         "type": "object"
                       }
@@ -712,32 +641,11 @@ async fn session_tools_list() {
                       "name": "runs_events",
                       "outputSchema": {
                         "properties": {
-                          "done": {
-                            "description": "The run ended and this page reached its end.",
-                            "type": "boolean"
-                          },
-                          "events": {
-                            "items": {
-                              "properties": {
-                                "run_id": {"description": "The run's id (a task's id).", "type": "string"},
-                                "seq": {"minimum": 0, "type": "integer"},
-                                "ts": {"minimum": 0, "type": "integer"},
-                                "type": {
-                                  "description": "started, progress, log, partial, …, then completed, failed or canceled.",
-                                  "type": "string"
-                                }
-                              },
-                              "required": ["run_id", "seq", "ts", "type"],
-                              "type": "object"
-                            },
-                            "type": "array"
-                          },
-                          "next_seq": {"minimum": 0, "type": "integer"},
-                          "run_id": {"description": "The run's id (a task's id).", "type": "string"},
-                          "state": {
-                            "description": "pending, working, input_required, completed, failed or canceled.",
-                            "type": "string"
-                          }
+                          "done": {"type": "boolean"},
+                          "events": {"items": {"type": "object"}, "type": "array"},
+                          "next_seq": {"type": "integer"},
+                          "run_id": {"type": "string"},
+                          "state": {"type": "string"}
                         },
                         "required": ["done", "events", "next_seq", "run_id", "state"],
                         "type": "object"
@@ -762,10 +670,7 @@ async fn session_tools_list() {
                       },
                       "name": "runs_cancel",
                       "outputSchema": {
-                        "properties": {
-                          "cancelled": {"type": "boolean"},
-                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
-                        },
+                        "properties": {"cancelled": {"type": "boolean"}, "run_id": {"type": "string"}},
                         "required": ["cancelled", "run_id"],
                         "type": "object"
                       }
@@ -792,28 +697,11 @@ async fn session_tools_list() {
                       "name": "runs_artifact",
                       "outputSchema": {
                         "properties": {
-                          "artifact": {
-                            "properties": {
-                              "bytes": {"minimum": 0, "type": "integer"},
-                              "mime": {"type": "string"},
-                              "name": {"type": "string"},
-                              "sha256": {"type": "string"},
-                              "uri": {"description": "weir://runs/{run_id}/artifacts/{name}", "type": "string"}
-                            },
-                            "required": ["bytes", "mime", "name", "sha256", "uri"],
-                            "type": "object"
-                          },
-                          "data": {
-                            "properties": {
-                              "base64": {"description": "When not UTF-8.", "type": "string"},
-                              "text": {"description": "When UTF-8.", "type": "string"}
-                            },
-                            "required": [],
-                            "type": "object"
-                          },
+                          "artifact": {"type": "object"},
+                          "data": {"type": "object"},
                           "done": {"type": "boolean"},
-                          "next_offset": {"minimum": 0, "type": "integer"},
-                          "offset": {"minimum": 0, "type": "integer"}
+                          "next_offset": {"type": "integer"},
+                          "offset": {"type": "integer"}
                         },
                         "required": ["artifact", "data", "done", "next_offset", "offset"],
                         "type": "object"
@@ -858,7 +746,7 @@ async fn session_tools_list() {
                         "properties": {
                           "name": {"type": "string"},
                           "protocolVersions": {"items": {"type": "string"}, "type": "array"},
-                          "queued": {"minimum": 0, "type": "integer"},
+                          "queued": {"type": "integer"},
                           "store": {"type": "string"},
                           "streaming": {"type": "object"},
                           "streamingTools": {"items": {"type": "string"}, "type": "array"},
@@ -2054,44 +1942,7 @@ async fn stateless_tools_list() {
                       },
                       "name": "runs_list",
                       "outputSchema": {
-                        "properties": {
-                          "runs": {
-                            "items": {
-                              "properties": {
-                                "arguments": {},
-                                "created_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"},
-                                "events": {"description": "Events in its log.", "minimum": 0, "type": "integer"},
-                                "finished_ts": {
-                                  "description": "Unix ms; null while it runs.",
-                                  "minimum": 0,
-                                  "type": ["integer", "null"]
-                                },
-                                "node": {"type": "string"},
-                                "owner": {"description": "The credential that started it.", "type": "string"},
-                                "run_id": {"description": "The run's id (a task's id).", "type": "string"},
-                                "state": {
-                                  "description": "pending, working, input_required, completed, failed or canceled.",
-                                  "type": "string"
-                                },
-                                "tool": {"type": "string"},
-                                "updated_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"}
-                              },
-                              "required": [
-                                "arguments",
-                                "created_ts",
-                                "events",
-                                "finished_ts",
-                                "node",
-                                "run_id",
-                                "state",
-                                "tool",
-                                "updated_ts"
-                              ],
-                              "type": "object"
-                            },
-                            "type": "array"
-                          }
-                        },
+                        "properties": {"runs": {"items": {"type": "object"}, "type": "array"}},
                         "required": ["runs"],
                         "type": "object"
                       }
@@ -2114,41 +1965,7 @@ async fn stateless_tools_list() {
                       },
                       "name": "runs_get",
                       "outputSchema": {
-                        "properties": {
-                          "run": {
-                            "properties": {
-                              "arguments": {},
-                              "created_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"},
-                              "events": {"description": "Events in its log.", "minimum": 0, "type": "integer"},
-                              "finished_ts": {
-                                "description": "Unix ms; null while it runs.",
-                                "minimum": 0,
-                                "type": ["integer", "null"]
-                              },
-                              "node": {"type": "string"},
-                              "owner": {"description": "The credential that started it.", "type": "string"},
-                              "run_id": {"description": "The run's id (a task's id).", "type": "string"},
-                              "state": {
-                                "description": "pending, working, input_required, completed, failed or canceled.",
-                                "type": "string"
-                              },
-                              "tool": {"type": "string"},
-                              "updated_ts": {"description": "Unix ms.", "minimum": 0, "type": "integer"}
-                            },
-                            "required": [
-                              "arguments",
-                              "created_ts",
-                              "events",
-                              "finished_ts",
-                              "node",
-                              "run_id",
-                              "state",
-                              "tool",
-                              "updated_ts"
-                            ],
-                            "type": "object"
-                          }
-                        },
+                        "properties": {"run": {"type": "object"}},
                         "required": ["run"],
                         "type": "object"
                       }
@@ -2174,32 +1991,11 @@ async fn stateless_tools_list() {
                       "name": "runs_events",
                       "outputSchema": {
                         "properties": {
-                          "done": {
-                            "description": "The run ended and this page reached its end.",
-                            "type": "boolean"
-                          },
-                          "events": {
-                            "items": {
-                              "properties": {
-                                "run_id": {"description": "The run's id (a task's id).", "type": "string"},
-                                "seq": {"minimum": 0, "type": "integer"},
-                                "ts": {"minimum": 0, "type": "integer"},
-                                "type": {
-                                  "description": "started, progress, log, partial, …, then completed, failed or canceled.",
-                                  "type": "string"
-                                }
-                              },
-                              "required": ["run_id", "seq", "ts", "type"],
-                              "type": "object"
-                            },
-                            "type": "array"
-                          },
-                          "next_seq": {"minimum": 0, "type": "integer"},
-                          "run_id": {"description": "The run's id (a task's id).", "type": "string"},
-                          "state": {
-                            "description": "pending, working, input_required, completed, failed or canceled.",
-                            "type": "string"
-                          }
+                          "done": {"type": "boolean"},
+                          "events": {"items": {"type": "object"}, "type": "array"},
+                          "next_seq": {"type": "integer"},
+                          "run_id": {"type": "string"},
+                          "state": {"type": "string"}
                         },
                         "required": ["done", "events", "next_seq", "run_id", "state"],
                         "type": "object"
@@ -2224,10 +2020,7 @@ async fn stateless_tools_list() {
                       },
                       "name": "runs_cancel",
                       "outputSchema": {
-                        "properties": {
-                          "cancelled": {"type": "boolean"},
-                          "run_id": {"description": "The run's id (a task's id).", "type": "string"}
-                        },
+                        "properties": {"cancelled": {"type": "boolean"}, "run_id": {"type": "string"}},
                         "required": ["cancelled", "run_id"],
                         "type": "object"
                       }
@@ -2254,28 +2047,11 @@ async fn stateless_tools_list() {
                       "name": "runs_artifact",
                       "outputSchema": {
                         "properties": {
-                          "artifact": {
-                            "properties": {
-                              "bytes": {"minimum": 0, "type": "integer"},
-                              "mime": {"type": "string"},
-                              "name": {"type": "string"},
-                              "sha256": {"type": "string"},
-                              "uri": {"description": "weir://runs/{run_id}/artifacts/{name}", "type": "string"}
-                            },
-                            "required": ["bytes", "mime", "name", "sha256", "uri"],
-                            "type": "object"
-                          },
-                          "data": {
-                            "properties": {
-                              "base64": {"description": "When not UTF-8.", "type": "string"},
-                              "text": {"description": "When UTF-8.", "type": "string"}
-                            },
-                            "required": [],
-                            "type": "object"
-                          },
+                          "artifact": {"type": "object"},
+                          "data": {"type": "object"},
                           "done": {"type": "boolean"},
-                          "next_offset": {"minimum": 0, "type": "integer"},
-                          "offset": {"minimum": 0, "type": "integer"}
+                          "next_offset": {"type": "integer"},
+                          "offset": {"type": "integer"}
                         },
                         "required": ["artifact", "data", "done", "next_offset", "offset"],
                         "type": "object"
@@ -2320,7 +2096,7 @@ async fn stateless_tools_list() {
                         "properties": {
                           "name": {"type": "string"},
                           "protocolVersions": {"items": {"type": "string"}, "type": "array"},
-                          "queued": {"minimum": 0, "type": "integer"},
+                          "queued": {"type": "integer"},
                           "store": {"type": "string"},
                           "streaming": {"type": "object"},
                           "streamingTools": {"items": {"type": "string"}, "type": "array"},

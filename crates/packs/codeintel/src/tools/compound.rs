@@ -17,7 +17,7 @@ use crate::schemas;
 fn compound_schema(own: Value, required: &str) -> Value {
     let mut properties = json!({
         "repo": {"type": "string", "description": "The repository's directory (indexed first if it has no index)."},
-        "cursor": {"type": "string", "description": "nextCursor of a previous answer: the next page of streamed items."},
+        "cursor": {"type": "string", "description": "A previous answer's nextCursor: the next page."},
         "page_size": {"type": "integer", "minimum": 1, "description": "Items per page (at most the server's)."}
     });
     if let (Some(all), Value::Object(own)) = (properties.as_object_mut(), own) {
@@ -45,7 +45,7 @@ impl Tool for Explore {
                 "path",
             ),
         );
-        info.output_schema = Some(schemas::explore_summary());
+        info.output_schema = Some(weir_core::output_contract(&schemas::explore_summary()));
         info.streams = true;
         info.with_hints(Hints::READ_ONLY)
     }
@@ -89,7 +89,7 @@ impl Tool for Understand {
                 "symbol",
             ),
         );
-        info.output_schema = Some(schemas::understand_summary());
+        info.output_schema = Some(weir_core::output_contract(&schemas::understand_summary()));
         info.streams = true;
         info.with_hints(Hints::READ_ONLY)
     }
@@ -141,7 +141,9 @@ impl Tool for PrepareChange {
                 "symbol",
             ),
         );
-        info.output_schema = Some(schemas::prepare_change_summary());
+        info.output_schema = Some(weir_core::output_contract(
+            &schemas::prepare_change_summary(),
+        ));
         info.streams = true;
         info.with_hints(Hints::READ_ONLY)
     }

@@ -269,7 +269,7 @@ impl Tool for IndexRepo {
                 "additionalProperties": false
             }),
         );
-        info.output_schema = Some(schemas::index_report());
+        info.output_schema = Some(weir_core::output_contract(&schemas::index_report()));
         info.streams = true;
         info.timeout = Some(Duration::from_secs(3600));
         info.max_concurrent = Some(2);
@@ -383,7 +383,7 @@ impl Tool for SearchSymbols {
                 "additionalProperties": false
             }),
         );
-        info.output_schema = Some(schemas::search_summary());
+        info.output_schema = Some(weir_core::output_contract(&schemas::search_summary()));
         info.streams = true;
         info.with_hints(Hints::READ_ONLY)
     }
@@ -447,7 +447,7 @@ impl Tool for FindReferences {
                 "additionalProperties": false
             }),
         );
-        info.output_schema = Some(schemas::references_summary());
+        info.output_schema = Some(weir_core::output_contract(&schemas::references_summary()));
         info.streams = true;
         info.with_hints(Hints::READ_ONLY)
     }
@@ -511,7 +511,7 @@ impl Tool for GetArchitecture {
                 "additionalProperties": false
             }),
         );
-        info.output_schema = Some(schemas::architecture_summary());
+        info.output_schema = Some(weir_core::output_contract(&schemas::architecture_summary()));
         info.streams = true;
         info.with_hints(Hints::READ_ONLY)
     }
