@@ -46,21 +46,21 @@ fn printed() -> Vec<String> {
 }
 
 /// One host test's own directories, and the copies of what passed between
-/// the host and weir.
-struct Scene {
-    root: tempfile::TempDir,
-    home: PathBuf,
-    tmp: PathBuf,
-    work: PathBuf,
-    data: PathBuf,
+/// the host and weir (codex_host.rs uses it too).
+pub(crate) struct Scene {
+    pub(crate) root: tempfile::TempDir,
+    pub(crate) home: PathBuf,
+    pub(crate) tmp: PathBuf,
+    pub(crate) work: PathBuf,
+    pub(crate) data: PathBuf,
     /// What the host wrote to weir's stdin.
-    sent: PathBuf,
+    pub(crate) sent: PathBuf,
     /// What weir wrote to its stdout.
-    received: PathBuf,
+    pub(crate) received: PathBuf,
 }
 
 impl Scene {
-    fn new() -> Scene {
+    pub(crate) fn new() -> Scene {
         let root = tempfile::tempdir().expect("a temporary directory");
         let [home, tmp, work, data] = ["home", "tmp", "work", "data"].map(|name| {
             let dir = root.path().join(name);
@@ -98,12 +98,14 @@ impl Scene {
 
     /// `cli` with the environment every CLI gets, run in `work`, leading a
     /// process group of its own.
-    fn command(&self, cli: &str) -> tokio::process::Command {
+    pub(crate) fn command(&self, cli: &str) -> tokio::process::Command {
         agent_clis::command(cli, &self.home, &self.tmp, &self.work)
     }
 
     /// The processes with this scene's directory on their command line
-    /// (the shell, `tee` and weir the host started), zombies aside.
+    /// (the shell, `tee` and weir the host started) or in their
+    /// environment (a server the host started with the scene's HOME),
+    /// zombies aside.
     fn processes(&self) -> Vec<u32> {
         let marker = self.root.path().to_string_lossy().into_owned();
         std::fs::read_dir("/proc")
@@ -119,16 +121,18 @@ impl Scene {
                             .trim_start()
                             .starts_with('Z')
                     });
-                !zombie
-                    && std::fs::read(format!("/proc/{pid}/cmdline"))
-                        .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&marker))
+                let names = |file: &str| {
+                    std::fs::read(format!("/proc/{pid}/{file}"))
+                        .is_ok_and(|text| String::from_utf8_lossy(&text).contains(&marker))
+                };
+                !zombie && (names("cmdline") || names("environ"))
             })
             .collect()
     }
 
     /// Once the host has exited, weir (whose stdin it closed) ends too:
     /// nothing of the scene is left after a moment.
-    fn assert_nothing_left(&self) {
+    pub(crate) fn assert_nothing_left(&self) {
         let until = Instant::now() + Duration::from_secs(5);
         loop {
             let left = self.processes();
@@ -144,7 +148,7 @@ impl Scene {
     }
 
     /// The JSON-RPC messages in `path`, in order.
-    fn messages(path: &Path) -> Vec<Value> {
+    pub(crate) fn messages(path: &Path) -> Vec<Value> {
         let text = std::fs::read_to_string(path)
             .unwrap_or_else(|error| panic!("{} was not written: {error}", path.display()));
         text.lines()

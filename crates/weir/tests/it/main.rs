@@ -24,6 +24,7 @@ mod codeintel_host; // issue 23: Claude Code pages find_references by the cursor
 mod codeintel_scip; // issue 23's ground truth: weir against scip-python
 #[cfg(feature = "codeintel")]
 mod codeintel_truth; // issue 23's acceptance on this repository
+mod codex_host; // issue 24, finding 9: the real Codex CLI as host, its tool search and approvals
 mod critique;
 mod dashboard;
 mod doc_examples; // Issue 24, finding 6: the README and docs' runnable examples and links.
