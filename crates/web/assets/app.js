@@ -114,11 +114,57 @@
   function duration(run) {
     return span((run.finished_ts || (ACTIVE.has(run.state) ? Date.now() : run.updated_ts)) - run.created_ts);
   }
+  // How far a run is, of 100; null while it goes without a total
+  // (execute_code counts the lines written, with no end to count to).
   function percent(run) {
     if (run.state === "completed") return 100;
     const p = run.progress;
     if (p && p.total) return Math.max(0, Math.min(100, (100 * p.progress) / p.total));
-    return ACTIVE.has(run.state) ? 0 : 100;
+    return ACTIVE.has(run.state) ? null : 100;
+  }
+  // A bar (`.progress` around its fill): the share done, or, with no
+  // total, a stripe that moves to say the run is going.
+  function drawBar(bar, run) {
+    const share = percent(run);
+    bar.classList.toggle("done", run.state === "completed");
+    bar.classList.toggle("indeterminate", share === null);
+    bar.firstChild.style.width = share === null ? "" : share + "%";
+  }
+  // What a run without a total has done so far: `1,234`, else "".
+  function count(run) {
+    const p = run.progress;
+    return p && !p.total && ACTIVE.has(run.state) ? Number(p.progress).toLocaleString() : "";
+  }
+  // Who asked for a run: its owner (the credential) and its client (what
+  // the MCP client called itself).
+  function who(run) {
+    return [run.owner, run.client].filter(Boolean).join(" · ") || "—";
+  }
+  // `code: message`, the code said once (logs written before the server
+  // stopped repeating it begin their message with it).
+  function failure(error) {
+    const message = error.message || "";
+    return message.startsWith(error.code + ":") ? message : `${error.code}: ${message}`;
+  }
+  // A run's arguments: JSON, but text of several lines (a program, a
+  // prompt, a plan) apart, as it reads, under the name it has in the JSON.
+  function showArguments(box, args) {
+    const texts = [];
+    const strip = (value, path) => {
+      if (typeof value === "string" && value.includes("\n")) {
+        texts.push([path, value]);
+        return `‹${value.split("\n").length} lines, below›`;
+      }
+      if (Array.isArray(value)) return value.map((v, i) => strip(v, `${path}[${i}]`));
+      if (value && typeof value === "object") {
+        return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, strip(v, path ? `${path}.${k}` : k)]));
+      }
+      return value;
+    };
+    const rest = strip(args, "");
+    const nodes = [el("pre", "json", JSON.stringify(rest, null, 2))];
+    for (const [path, text] of texts) nodes.push(el("div", "arg-name", path), el("pre", "text", text));
+    box.replaceChildren(...nodes);
   }
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -178,10 +224,10 @@
       cells[3].textContent = when(run.created_ts);
       cells[4].textContent = duration(run);
       const bar = cells[5].firstChild;
-      bar.className = "progress" + (run.state === "completed" ? " done" : "");
-      bar.firstChild.style.width = percent(run) + "%";
+      drawBar(bar, run);
       bar.title = run.progress ? `${run.progress.progress}${run.progress.total ? " / " + run.progress.total : ""}${run.progress.message ? " — " + run.progress.message : ""}` : "";
-      cells[6].textContent = run.owner || "—";
+      cells[5].lastChild.textContent = count(run);
+      cells[6].textContent = who(run);
     }
     function row(run) {
       const tr = el("tr");
@@ -195,10 +241,59 @@
       const td5 = el("td");
       const bar = el("div", "progress");
       bar.append(el("div"));
-      td5.append(bar);
+      td5.append(bar, el("span", "count muted"));
       tr.append(td0, el("td"), td2, el("td"), el("td"), td5, el("td"));
       fill(tr, run);
       return tr;
+    }
+    // A run a run on this page started (a plan's step) sits under it,
+    // indented, its siblings oldest first; others keep the list's order.
+    function depthOf(run) {
+      let depth = 0;
+      for (let up = run.parent; up && rows.has(up) && depth < 16; up = rows.get(up).run.parent) depth++;
+      return depth;
+    }
+    function nest(tr, run) {
+      const depth = depthOf(run);
+      tr.classList.toggle("child", depth > 0);
+      tr.children[1].style.paddingLeft = depth ? 6 + 18 * depth + "px" : "";
+      if (depth) tr.dataset.parent = run.parent;
+      else delete tr.dataset.parent;
+    }
+    // The page's runs, each after its parent (when that is on the page).
+    function nested(runs) {
+      const here = new Set(runs.map((run) => run.run_id));
+      const children = new Map();
+      const roots = [];
+      for (const run of runs) {
+        if (run.parent && here.has(run.parent)) {
+          if (!children.has(run.parent)) children.set(run.parent, []);
+          children.get(run.parent).push(run);
+        } else roots.push(run);
+      }
+      const out = [];
+      const walk = (run) => {
+        out.push(run);
+        for (const child of (children.get(run.run_id) || []).reverse()) walk(child);
+      };
+      roots.forEach(walk);
+      return out;
+    }
+    // Whether a run not shown belongs on the first page: it is not older
+    // than every run there, or the page has room.
+    function withinFirstPage(run) {
+      if (rows.size < PAGE) return true;
+      let oldest = Infinity;
+      for (const known of rows.values()) oldest = Math.min(oldest, known.run.created_ts);
+      return run.created_ts >= oldest;
+    }
+    // The rows in the list's order (newest first), steps under their runs.
+    function reorder() {
+      const runs = [...rows.values()].map((known) => known.run);
+      runs.sort((a, b) => b.created_ts - a.created_ts || (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0));
+      const order = nested(runs);
+      body.replaceChildren(...order.map((run) => rows.get(run.run_id).tr));
+      for (const run of order) nest(rows.get(run.run_id).tr, run);
     }
     async function load() {
       const f = filters();
@@ -210,11 +305,13 @@
       const answer = await api("/api/runs?" + q);
       if (!alive) return;
       rows.clear();
-      body.replaceChildren(...answer.runs.map((run) => {
+      const trs = nested(answer.runs).map((run) => {
         const tr = row(run);
         rows.set(run.run_id, { tr, run });
         return tr;
-      }));
+      });
+      for (const tr of trs) nest(tr, rows.get(tr.dataset.run).run);
+      body.replaceChildren(...trs);
       next = answer.next_cursor;
       $("older").disabled = !next;
       $("newer").disabled = page === 0;
@@ -230,14 +327,14 @@
         else { known.tr.remove(); rows.delete(run.run_id); }
         return;
       }
-      // A run not on this page: a new one goes on top of the first page.
-      if (page !== 0 || !matches(run)) return;
-      const first = body.firstChild;
-      const firstRun = first && rows.get(first.dataset.run);
-      if (firstRun && firstRun.run.created_ts > run.created_ts) return;
-      const tr = row(run);
-      rows.set(run.run_id, { tr, run });
-      body.prepend(tr);
+      // A run not on this page: a step of a run on it goes under that
+      // run; else a run that belongs on the first page goes there, in its
+      // place (they may come in any order: a plan after its first step).
+      if (!matches(run)) return;
+      const step = run.parent && rows.has(run.parent);
+      if (!step && (page !== 0 || !withinFirstPage(run))) return;
+      rows.set(run.run_id, { tr: row(run), run });
+      reorder();
       $("empty").hidden = true;
       while (body.children.length > PAGE) {
         const last = body.lastChild;
@@ -297,7 +394,7 @@
       case "input_required": return `asks: ${e.message || e.input && e.input.kind || ""}`;
       case "input_ended": return `answer: ${e.outcome}`;
       case "completed": return blocks(e.content) || json(e.structured || {});
-      case "failed": return `${e.error.code}: ${e.error.message}`;
+      case "failed": return failure(e.error);
       case "canceled": return e.reason;
       default: return json(e);
     }
@@ -322,6 +419,9 @@
     const buckets = new Map(); // second -> events that second
     const phases = []; // {name, ts}
     const artifacts = new Map();
+    // The runs this one started (a plan's steps), read again when one
+    // starts, when it ends, and every 2 s while it goes.
+    const steps = { due: true, busy: false, at: 0, any: false };
     const key = "weir.run." + runId;
     const spot = JSON.parse(sessionStorage.getItem(key) || "null");
     if (spot) follow = spot.follow;
@@ -409,9 +509,12 @@
         run.progress = e;
       } else if (e.type === "artifact") {
         artifacts.set(e.name, e);
+      } else if (e.type === "meta" && e.info && e.info.child) {
+        steps.due = true; // a step started
       } else if (e.type === "completed" || e.type === "failed" || e.type === "canceled") {
         run.state = e.type;
         run.finished_ts = e.ts;
+        steps.due = true;
         result(e);
       } else if (e.type === "input_required") run.state = "input_required";
       else if (e.type === "input_ended" || e.type === "started") run.state = "working";
@@ -440,7 +543,7 @@
           if (svg) { const d = el("div"); d.innerHTML = svg; graphs.append(d); }
         }
       } else if (e.type === "failed") {
-        shown = `failed (${e.error.code}): ${e.error.message}${e.error.remediation ? "\n" + e.error.remediation : ""}`;
+        shown = `failed: ${failure(e.error)}${e.error.remediation ? "\n" + e.error.remediation : ""}`;
       } else shown = "canceled: " + e.reason;
       $("result").textContent = shown || "(empty result)";
     }
@@ -456,15 +559,15 @@
     }
     function paint() {
       if (!run) return;
+      const stepsStale = steps.any && ACTIVE.has(run.state) && Date.now() - steps.at > 2000;
+      if ((steps.due || stepsStale) && !steps.busy) loadSteps();
       const state = $("r-state");
       state.className = "state " + run.state;
       state.textContent = run.state;
       $("r-duration").textContent = duration(run);
       $("r-events").textContent = total.toLocaleString();
       $("cancel").disabled = !ACTIVE.has(run.state);
-      const bar = $("r-bar");
-      bar.style.width = percent(run) + "%";
-      bar.parentElement.classList.toggle("done", run.state === "completed");
+      drawBar($("r-bar").parentElement, run);
       const p = run.progress;
       $("r-progress").textContent = p ? `${p.progress}${p.total ? " / " + p.total : ""}${p.phase ? " · " + p.phase : ""}${p.message ? " · " + p.message : ""}${p.eta_ms && ACTIVE.has(run.state) ? " · ETA " + span(p.eta_ms) : ""}` : "";
       // events/s over the last 60 s, from the events' own time stamps.
@@ -502,6 +605,31 @@
         }));
       }
     }
+    async function loadSteps() {
+      steps.due = false;
+      steps.busy = true;
+      steps.at = Date.now();
+      try {
+        const answer = await api(`/api/runs?parent=${encodeURIComponent(runId)}&limit=200`);
+        if (!alive) return;
+        const children = answer.runs.slice().reverse(); // oldest first
+        steps.any = children.length > 0;
+        $("steps-box").hidden = !steps.any;
+        $("steps").replaceChildren(...children.map((child) => {
+          const tr = el("tr");
+          tr.dataset.run = child.run_id;
+          const state = el("span", "state " + child.state, child.state);
+          const link = el("a", "", child.run_id.slice(0, 8) + "…" + child.run_id.slice(-4));
+          link.href = "#/run/" + encodeURIComponent(child.run_id);
+          const cells = [el("td"), el("td", "", child.tool), el("td"), el("td", "", duration(child))];
+          cells[0].append(state);
+          cells[2].append(link);
+          tr.append(...cells);
+          return tr;
+        }));
+      } catch (e) { failed(e); }
+      steps.busy = false;
+    }
     $("cancel").addEventListener("click", async () => {
       $("cancel").disabled = true;
       try {
@@ -521,9 +649,9 @@
       }
       $("r-tool").textContent = run.tool;
       $("r-id").textContent = run.run_id;
-      $("r-owner").textContent = run.owner || "—";
+      $("r-owner").textContent = who(run);
       $("r-started").textContent = when(run.created_ts);
-      $("r-args").textContent = JSON.stringify(detail.arguments, null, 2);
+      showArguments($("r-args"), detail.arguments);
       total = run.events;
       redraw();
       // The latest events first (for the timeline, artifacts and result),

@@ -32,10 +32,20 @@ struct Weir {
 
 impl Weir {
     fn start(dir: &Path) -> Weir {
+        Weir::serve(dir, &["--memory"])
+    }
+
+    /// Keeping its runs in `dir`'s SQLite file, as a restart finds them.
+    fn durable(dir: &Path) -> Weir {
+        Weir::serve(dir, &[])
+    }
+
+    fn serve(dir: &Path, store: &[&str]) -> Weir {
         let mut child = Command::new(WEIR)
             .arg("--data-dir")
             .arg(dir)
-            .args(["serve", "--http", "127.0.0.1:0", "--memory", "--fixtures"])
+            .args(["serve", "--http", "127.0.0.1:0", "--fixtures"])
+            .args(store)
             .args(["--token", TOKEN])
             .env_remove("WEIR_TOKEN")
             .env_remove("WEIR_TOKENS_FILE")
@@ -257,17 +267,26 @@ fn open_dashboard(weir: &Weir) -> Browser {
     browser
 }
 
+/// What the test's MCP calls call themselves (`clientInfo`).
+const CLIENT: &str = "dashboard-test/1.0";
+
 /// Starts the fixtures' `stream` tool with `arguments`: a stateless MCP
 /// call from a thread of the test that reads its answer to the end, so the
 /// call outlives any page (a call whose client leaves is cancelled).
 fn start_stream(weir: &Weir, arguments: Value) {
+    start_call(weir, "stream", arguments);
+}
+
+/// Starts `tool` as [`start_stream`] does.
+fn start_call(weir: &Weir, tool: &str, arguments: Value) {
     let body = json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {
-            "name": "stream", "arguments": arguments,
+            "name": tool, "arguments": arguments,
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "dashboard-test", "version": "1.0"},
             },
         },
     })
@@ -538,4 +557,196 @@ fn a_run_of_a_million_events_keeps_a_window_of_rows_and_the_page_responsive() {
     );
     let rows = browser.eval("document.querySelectorAll('#log-window .row').length");
     assert!(rows.as_u64().unwrap() < 100, "{rows} rows in the page");
+}
+
+/// Opens the run page of `run_id` and waits for it.
+fn open_run(browser: &mut Browser, run_id: &str) {
+    browser.eval(&format!("location.hash = '#/run/{run_id}'; true"));
+    browser.wait_for(
+        "the run page",
+        &format!("document.getElementById('r-id')?.textContent === '{run_id}'"),
+        Duration::from_secs(10),
+    );
+}
+
+/// A running `execute_code` counts lines with no total: its bars move
+/// (indeterminate) and the list says how many so far; the client column
+/// names the MCP client that asked; the program's code reads as the text
+/// it is, not as one escaped JSON string.
+#[test]
+fn a_running_programs_bar_moves_its_client_is_named_and_its_code_reads_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let weir = Weir::start(dir.path());
+    let mut browser = open_dashboard(&weir);
+    let code = "import time\nfor i in range(400):\n    print('line', i, flush=True)\n    time.sleep(0.05)\n";
+    start_call(
+        &weir,
+        "execute_code",
+        json!({"language": "python", "code": code, "timeout_s": 60}),
+    );
+    let run_id = newest_run(&mut browser);
+    let row = format!("document.querySelector('#runs tr[data-run=\"{run_id}\"]')");
+    let counted = browser.wait_for(
+        "the list counts the lines written",
+        &format!("{row}.children[0].textContent === 'working' && +{row}.querySelector('.count').textContent.replace(/\\D/g, '')"),
+        Duration::from_secs(20),
+    );
+    assert!(counted.as_u64().unwrap() > 0, "{counted}");
+    assert_eq!(
+        browser.eval(&format!(
+            "{row}.querySelector('.progress').classList.contains('indeterminate')"
+        )),
+        true
+    );
+    let client = browser.eval(&format!("{row}.children[6].textContent"));
+    assert!(
+        client.as_str().unwrap().ends_with(CLIENT),
+        "client column {client}"
+    );
+
+    open_run(&mut browser, &run_id);
+    browser.wait_for(
+        "the run page's bar moves",
+        "document.getElementById('r-bar').parentElement.classList.contains('indeterminate')",
+        Duration::from_secs(10),
+    );
+    assert!(
+        browser
+            .eval("document.getElementById('r-owner').textContent")
+            .as_str()
+            .unwrap()
+            .ends_with(CLIENT)
+    );
+    let shown = browser.wait_for(
+        "the arguments are shown",
+        "(() => { const t = document.querySelector('#r-args pre.text'); return t && [document.querySelector('#r-args .arg-name').textContent, t.textContent, document.querySelector('#r-args pre.json').textContent]; })()",
+        Duration::from_secs(10),
+    );
+    assert_eq!(shown[0], "code");
+    assert_eq!(shown[1], code);
+    let json = shown[2].as_str().unwrap();
+    assert!(
+        json.contains("\"language\": \"python\"")
+            && !json.contains("\\n")
+            && !json.contains("import time"),
+        "{json}"
+    );
+    browser.eval("document.getElementById('cancel').click(); true");
+    browser.wait_for(
+        "the run ends",
+        &format!("{RUN_STATE} === 'canceled'"),
+        Duration::from_secs(20),
+    );
+    // An ended run's bar is whole, not moving.
+    assert_eq!(
+        browser.eval(
+            "document.getElementById('r-bar').parentElement.classList.contains('indeterminate')"
+        ),
+        false
+    );
+}
+
+/// A plan's steps (its child runs) sit under it in the list, indented and
+/// in the order they started, and its page lists them.
+#[test]
+fn a_plans_steps_sit_under_it_in_the_list_and_on_its_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let weir = Weir::start(dir.path());
+    let mut browser = open_dashboard(&weir);
+    start_call(
+        &weir,
+        "plan_run",
+        json!({"plan": {"steps": [
+            {"id": "first", "tool": "stream", "args": {"count": 5, "interval_ms": 20}},
+            {"id": "second", "tool": "test_simple_text", "after": ["first"]},
+            {"id": "third", "tool": "stream", "after": ["second"], "args": {"count": 3}},
+        ]}}),
+    );
+    let plan = browser
+        .wait_for(
+            "the plan in the list",
+            "[...document.querySelectorAll('#runs tr')].find(tr => tr.children[1].textContent === 'plan_run')?.dataset.run",
+            Duration::from_secs(10),
+        )
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let plan_row = format!("document.querySelector('#runs tr[data-run=\"{plan}\"]')");
+    browser.wait_for(
+        "the plan completes",
+        &format!("{plan_row}.children[0].textContent === 'completed'"),
+        Duration::from_secs(30),
+    );
+    // As the steps arrived live, and as a fresh page reads them.
+    for fresh in [false, true] {
+        if fresh {
+            browser.call("Page.reload", json!({}));
+        }
+        let under = browser.wait_for(
+            "the steps under the plan",
+            &format!("(() => {{ const rows = [...document.querySelectorAll('#runs tr')]; const at = rows.findIndex(tr => tr.dataset.run === '{plan}'); const after = rows.slice(at + 1, at + 4); return at >= 0 && after.length === 3 && after.every(tr => tr.classList.contains('child') && tr.dataset.parent === '{plan}') && after.map(tr => tr.children[1].textContent); }})()"),
+            Duration::from_secs(10),
+        );
+        assert_eq!(
+            under,
+            json!(["stream", "test_simple_text", "stream"]),
+            "fresh: {fresh}"
+        );
+    }
+    open_run(&mut browser, &plan);
+    let steps = browser.wait_for(
+        "the plan's page lists its steps",
+        "(() => { const rows = [...document.querySelectorAll('#steps tr')]; return !document.getElementById('steps-box').hidden && rows.length === 3 && rows.map(tr => [tr.children[1].textContent, tr.children[0].textContent]); })()",
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        steps,
+        json!([
+            ["stream", "completed"],
+            ["test_simple_text", "completed"],
+            ["stream", "completed"]
+        ])
+    );
+}
+
+/// A run the server was killed under is closed `interrupted` when it
+/// starts again; its page says so once, in the log and in the result.
+#[test]
+fn a_run_closed_by_a_crash_at_start_says_interrupted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = {
+        let weir = Weir::durable(dir.path());
+        let mut browser = open_dashboard(&weir);
+        start_stream(&weir, json!({"count": 1000, "interval_ms": 50}));
+        let run_id = newest_run(&mut browser);
+        browser.wait_for(
+            "the run is going",
+            &format!("document.querySelector('#runs tr[data-run=\"{run_id}\"]').children[0].textContent === 'working'"),
+            Duration::from_secs(10),
+        );
+        run_id
+        // The server is killed (SIGKILL) here, the run still going.
+    };
+    let weir = Weir::durable(dir.path());
+    let mut browser = open_dashboard(&weir);
+    open_run(&mut browser, &run_id);
+    browser.wait_for(
+        "the run shows failed",
+        &format!("{RUN_STATE} === 'failed'"),
+        Duration::from_secs(10),
+    );
+    let result = browser.eval("document.getElementById('result').textContent");
+    let result = result.as_str().unwrap();
+    assert_eq!(result.matches("interrupted").count(), 1, "{result}");
+    assert!(
+        result.starts_with("failed: interrupted: the server stopped while it was running"),
+        "{result}"
+    );
+    let row = browser.wait_for(
+        "the failed event in the log",
+        "document.querySelector('#log-window .row.ev-failed')?.textContent",
+        Duration::from_secs(10),
+    );
+    let row = row.as_str().unwrap();
+    assert_eq!(row.matches("interrupted").count(), 1, "{row}");
 }
