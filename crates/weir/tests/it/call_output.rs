@@ -385,3 +385,46 @@ fn a_models_tokens_are_joined_as_text() {
         assert!(!label.is_empty() && said == answer, "{line:?}");
     }
 }
+
+/// On a terminal the progress bar shows the newest report, not the one
+/// before it (issue 24 finding 10): a program that prints five lines
+/// quickly and then goes quiet leaves the bar saying its fifth line while
+/// it is quiet, though that report came sooner than the bar redraws.
+#[test]
+fn on_a_pty_the_progress_bar_shows_the_newest_line_while_the_program_is_quiet() {
+    const QUIET: &str = "import time\nfor i in range(1, 6):\n    print(f'step {i}', flush=True)\n    time.sleep(0.02)\ntime.sleep(1.5)\n";
+    let dir = tempfile::tempdir().unwrap();
+    let (_, weir) = pty_commands(dir.path(), QUIET);
+    let raw = text(&on_a_pty(&weir, "xterm"));
+    let quiet = &raw[..raw
+        .find("[exit code 0")
+        .unwrap_or_else(|| panic!("{raw:?}"))];
+    // Every drawing of the bar follows an erase; the last one before the
+    // exit summary is what the terminal showed while the program was quiet.
+    let bar = quiet
+        .rsplit("\x1b[2K")
+        .find(|drawn| drawn.contains("running"))
+        .unwrap_or_else(|| panic!("no bar drawn: {raw:?}"));
+    assert!(
+        bar.contains(" 5 ") && bar.contains("step 5"),
+        "while the program was quiet the bar said {bar:?}: {raw:?}"
+    );
+}
+
+/// A program that writes past execute_code's output cap: weir's notice
+/// reaches stderr once, saying `weir:` once (issue 24 finding 10: the
+/// tool's warning repeated it as `[warning] weir: weir: output limit …`).
+#[test]
+fn the_output_cap_is_said_once_with_one_weir_prefix() {
+    let code = "import sys\nsys.stdout.write('x' * (17 << 20))\n";
+    let output = call_python(code);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(output.stdout.len(), 16 << 20, "the cap's worth on stdout");
+    assert!(!stderr.contains("weir: weir:"), "{stderr}");
+    assert_eq!(stderr.matches("output limit").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("[weir: output limit of 16777216 bytes reached;"),
+        "{stderr}"
+    );
+}

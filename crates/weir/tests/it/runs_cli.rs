@@ -540,3 +540,43 @@ fn a_start_of_an_id_matches_only_the_callers_own_runs() {
     let said = text(&mine.stdout);
     assert!(said.contains(&bobs) && !said.contains(&alices), "{said}");
 }
+
+/// A run its server was killed under (SIGKILL) is closed `interrupted`
+/// when a server starts on the data directory again: `weir runs show`,
+/// `events` and `tail`, on the data directory and through the server,
+/// say `interrupted` once (issue 24 finding 10); `show` names the client
+/// that asked for the run (`weir call` calls itself weir-cli).
+#[test]
+fn a_run_closed_by_a_crash_at_start_says_interrupted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let id = {
+        let server = Server::start(dir.path(), &[]);
+        let (mut call, id) = start_long_call(&server.url, &[], &["--data-dir", data]);
+        drop(server);
+        let _ = call.wait();
+        id
+    };
+    let server = Server::start(dir.path(), &[]);
+    for place in [["--data-dir", data], ["--url", server.url.as_str()]] {
+        for (command, code) in [("show", 1), ("events", 0), ("tail", 1)] {
+            let mut args = vec!["runs", command, id.as_str()];
+            args.extend(place);
+            let output = weir(&args, &[]);
+            let printed = text(&output.stdout);
+            assert_eq!(
+                output.status.code(),
+                Some(code),
+                "{args:?}: {printed}{}",
+                text(&output.stderr)
+            );
+            let line = printed
+                .lines()
+                .find(|line| line.contains("the server stopped"))
+                .unwrap_or_else(|| panic!("{args:?}: no failure in {printed}"));
+            assert_eq!(line.matches("interrupted").count(), 1, "{args:?}: {line}");
+        }
+    }
+    let show = text(&weir(&["runs", "show", &id, "--data-dir", data], &[]).stdout);
+    assert!(show.contains("\nclient    weir-cli/"), "{show}");
+}
