@@ -263,7 +263,7 @@ pub(crate) struct ServeArgs {
     /// --no-tools exec).
     #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
     pub(crate) no_tools: Vec<String>,
-    /// A directory callers may name (repeatable; WEIR_ROOTS separates several by `:`): every path a
+    /// A directory callers may name (repeatable; in the variable, several separated by `:`): every path a
     /// tool argument names (a repository to index, an llms.txt source, an agent's working directory)
     /// must resolve inside one. Default: the directory weir serve starts in.
     #[arg(

@@ -782,4 +782,35 @@ fn tools_show_array_items_and_help_names_each_variable_once() {
             "{command:?}: {help}"
         );
     }
+    // Every option of every command that reads a variable names it once,
+    // in clap's `[env: …]`.
+    for command in [
+        &["serve", "--help"][..],
+        &["wrap", "--help"],
+        &["call", "--help"],
+        &["tools", "--help"],
+        &["runs", "list", "--help"],
+        &["runs", "cancel", "--help"],
+        &["plan", "run", "--help"],
+        &["llmstxt", "--help"],
+    ] {
+        let help = text(&run(command).stdout);
+        for option in help
+            .split("\n      -")
+            .filter(|option| option.contains("[env: "))
+        {
+            let name: String = option
+                .split("[env: ")
+                .nth(1)
+                .unwrap()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert_eq!(
+                option.matches(name.as_str()).count(),
+                1,
+                "{command:?} names {name} more than once: {option}"
+            );
+        }
+    }
 }
