@@ -57,6 +57,9 @@ pub(crate) struct TextView {
     /// Blocks printed from partials: for a server that does not say how
     /// many result blocks its partials carried.
     streamed: Vec<Content>,
+    /// Partials carried structured items and no text (code intelligence
+    /// answers): the result's text then repeats them, after its headline.
+    items_only: bool,
 }
 
 impl TextView {
@@ -81,6 +84,7 @@ impl TextView {
             last_item_group: None,
             notices: Vec::new(),
             streamed: Vec::new(),
+            items_only: false,
         }
     }
 
@@ -186,6 +190,9 @@ impl TextView {
         let items = structured
             .and_then(|s| s.get("items"))
             .and_then(Value::as_array);
+        if content.is_empty() && items.is_some_and(|items| !items.is_empty()) {
+            self.items_only = true;
+        }
         for item in items.into_iter().flatten() {
             self.item(group, item);
         }
@@ -293,7 +300,17 @@ impl TextView {
             .content
             .iter()
             .any(|block| matches!(block, Content::Text { .. }));
-        let mut text: String = rest.iter().map(block_text).collect();
+        let mut text: String = match (rest.first(), &result.run) {
+            // A weir tool that streamed its answer as items ends with a
+            // headline, then the same items (for hosts that show only the
+            // result) or its structured result as JSON: the headline is
+            // what the terminal has not shown yet (`--output jsonl` keeps
+            // the rest).
+            (Some(Content::Text { text }), Some(_)) if self.items_only && !result.is_error => {
+                format!("{}\n", first_line(text))
+            }
+            _ => rest.iter().map(block_text).collect(),
+        };
         if let (Some(structured), false) = (&result.structured, any_text) {
             text.push_str(&pretty(structured));
         }

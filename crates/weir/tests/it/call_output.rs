@@ -306,9 +306,15 @@ fn find_references_in_text_reads_as_path_line_context_grouped_by_file() {
         shown.starts_with(&expected),
         "{shown}\n---expected---\n{expected}"
     );
-    // Then the headline; no item as JSON.
+    // Then the headline alone (the result's listing repeats the items);
+    // no item as JSON.
     let rest = &shown[expected.len()..];
     assert!(rest.starts_with("find_references \"area\""), "{rest}");
+    assert_eq!(
+        rest.lines().count(),
+        1,
+        "only the headline after the items: {rest}"
+    );
     assert!(
         !shown.lines().any(|line| line.starts_with("{\"")),
         "a JSON line: {shown}"
