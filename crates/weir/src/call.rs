@@ -119,7 +119,7 @@ fn outcome(result: &CallResult, args: &CallArgs, text: bool) -> Outcome {
         match &result.run {
             Some(_) => eprintln!("weir: {} failed{why}", args.tool),
             None => eprintln!(
-                "weir: {} reported an error{why}; check its arguments with `{}`",
+                "weir: {} returned an error{why} (its arguments: `{}`)",
                 args.tool,
                 remote::tools_command(&args.server)
             ),

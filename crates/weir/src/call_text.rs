@@ -323,9 +323,11 @@ impl TextView {
                 Some(reason) => format!("weir: {} was canceled: {reason}", self.tool),
                 None => format!("weir: {} failed: {error}", self.tool),
             },
-            // Another server's tool error: perhaps its arguments.
+            // A tool error without a weir run: another server's, or a weir
+            // tool that reports on a run (`runs_wait` of a failed run). The
+            // arguments may be why, or not: say where they are described.
             (None, None) if result.is_error => format!(
-                "weir: {} reported an error; check its arguments with `{}`",
+                "weir: {} returned an error (its arguments: `{}`)",
                 self.tool, self.tools
             ),
             (None, _) => return,
