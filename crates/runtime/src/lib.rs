@@ -12,7 +12,8 @@
 //! [`RemoteCaller`] is how the binary lets a pack call other MCP servers.
 //! Durable stores are sibling crates (`weir-store-sqlite`) built on
 //! [`log::kit`]; with the `store-contract` feature this crate exports the
-//! test suite every store must pass.
+//! test suite every store must pass. Packs share [`kit`]: one invalid-arguments
+//! error, object-only argument parsing, `EmitError` into `RunError`.
 //!
 //! **Not for:** protocols. Nothing here knows MCP, HTTP or SSE; `weir-mcp`
 //! projects the log onto those. Tool packs depend on this crate and on
@@ -27,6 +28,7 @@
 //! | Feature | Default | Adds |
 //! |---|---|---|
 //! | `store-contract` | off | `weir_runtime::store_contract` and `store_contract_tests!`: the [`EventLog`] contract as a test suite, one `#[test]` per check, for a store crate's tests (brings `proptest`) |
+//! | `tool-contract` | off | `weir_runtime::tool_contract`: the check that a tool's input schema and its argument parser agree, for every pack's tests |
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -67,12 +69,15 @@ mod context;
 mod handle;
 mod heartbeat;
 mod input;
+pub mod kit;
 pub mod log;
 mod roots;
 mod scheduler;
 #[cfg(feature = "store-contract")]
 pub mod store_contract;
 mod tool;
+#[cfg(feature = "tool-contract")]
+pub mod tool_contract;
 
 pub use caller::{CallError, ChildEnd, ChildRun, RemoteCaller};
 pub use context::{EmitError, RunContext, now_ms};

@@ -309,7 +309,6 @@ where
     let mut chunker = Chunker::new(limits);
     let mut first_chunk_ms = None;
     let mut heartbeat = Heartbeat::new(heartbeat);
-    let ended = |e: weir_runtime::EmitError| RunError::new(FailureCode::Internal, e.to_string());
     loop {
         // Whatever is queued goes into chunks; when the queue is empty, the
         // chunk so far goes out rather than wait for the query.
@@ -319,14 +318,14 @@ where
                 if let Some(chunk) = std::mem::replace(&mut chunker, Chunker::new(limits)).finish()
                 {
                     first_chunk_ms.get_or_insert(started.elapsed().as_millis() as u64);
-                    ctx.emit(partial(chunk)).await.map_err(ended)?;
+                    ctx.emit(partial(chunk)).await?;
                     heartbeat.emitted();
                 }
                 loop {
                     tokio::select! {
                         produced = received.recv() => break produced,
                         _ = tokio::time::sleep_until(heartbeat.due()) => {
-                            heartbeat.beat(ctx, "querying").await.map_err(ended)?;
+                            heartbeat.beat(ctx, "querying").await?;
                         }
                     }
                 }
@@ -335,17 +334,17 @@ where
         };
         match produced {
             Some(Produced::Meta(meta)) => {
-                ctx.emit(meta).await.map_err(ended)?;
+                ctx.emit(meta).await?;
                 heartbeat.emitted();
             }
             Some(Produced::Warning(message)) => {
-                ctx.emit(Warning { message }).await.map_err(ended)?;
+                ctx.emit(Warning { message }).await?;
                 heartbeat.emitted();
             }
             Some(Produced::Item { group, item }) => {
                 if let Some(chunk) = chunker.push(item, Some(&group)) {
                     first_chunk_ms.get_or_insert(started.elapsed().as_millis() as u64);
-                    ctx.emit(partial(chunk)).await.map_err(ended)?;
+                    ctx.emit(partial(chunk)).await?;
                     heartbeat.emitted();
                 }
             }
@@ -354,7 +353,7 @@ where
     }
     if let Some(chunk) = chunker.finish() {
         first_chunk_ms.get_or_insert(started.elapsed().as_millis() as u64);
-        ctx.emit(partial(chunk)).await.map_err(ended)?;
+        ctx.emit(partial(chunk)).await?;
     }
     let (summary, listed) = worker
         .await

@@ -19,13 +19,6 @@ use crate::weir_tools::{self, WeirTools};
 /// `agent_run`.
 pub(crate) struct AgentRun(pub(crate) Arc<Shared>);
 
-fn stopped(error: weir_runtime::EmitError) -> RunError {
-    RunError::new(
-        FailureCode::Internal,
-        format!("cannot report progress: {error}"),
-    )
-}
-
 /// Offers `tools` of this server to the agent as the in-process MCP
 /// server `weir` (control mode). The agent may call them without asking;
 /// any other tool that needs permission is refused, as in light mode,
@@ -136,16 +129,14 @@ impl Tool for AgentRun {
             info: json!({"cli": call.cli, "model": model, "cwd": options.cwd}),
             ..Meta::default()
         })
-        .await
-        .map_err(stopped)?;
+        .await?;
         // A missing CLI's error names where it was looked for and how to
         // install it.
         let mut session = weir_agents::start(options)
             .await
             .map_err(|error| RunError::new(FailureCode::ToolError, error.to_string()))?;
         ctx.milestone(Milestone::new("running").message(format!("{} spawned", call.cli)))
-            .await
-            .map_err(stopped)?;
+            .await?;
 
         let mut streamed = String::new();
         let mut last_message: Option<String> = None;
@@ -183,7 +174,7 @@ impl Tool for AgentRun {
                     }
                 }
             };
-            ctx.emit(partial).await.map_err(stopped)?;
+            ctx.emit(partial).await?;
         }
         let is_error = result.as_ref().is_none_or(|result| result.is_error)
             || exit_code.is_some_and(|code| code != 0);

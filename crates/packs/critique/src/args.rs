@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use weir_core::{FailureCode, RunError};
-use weir_runtime::{Roots, RootsError};
+use weir_core::RunError;
+use weir_runtime::{Roots, RootsError, kit};
 
 use crate::paging::Cursor;
 
@@ -19,10 +19,7 @@ pub(crate) const MODEL_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$";
 /// The CLIs `clis` may name.
 pub(crate) const KNOWN_CLIS: &[&str] = &["claude", "codex", "gemini"];
 
-/// A tool-level error for bad arguments.
-pub(crate) fn invalid(message: impl Into<String>) -> RunError {
-    RunError::new(FailureCode::InvalidArguments, message)
-}
+pub(crate) use weir_runtime::kit::invalid;
 
 /// `named` (the argument `field`), resolved inside one of `roots`: a path
 /// the agents may work in. Anything else is refused, naming the field.
@@ -200,8 +197,7 @@ pub(crate) struct Defaults<'a> {
 
 /// Parses and checks a call of `roast`.
 pub(crate) fn parse(arguments: Value, defaults: &Defaults<'_>) -> Result<Request, RunError> {
-    let args: RoastArgs = serde_json::from_value(arguments)
-        .map_err(|error| invalid(format!("invalid arguments: {error}")))?;
+    let args: RoastArgs = kit::parse_object(arguments)?;
     let preset = match args.brief.as_deref() {
         None => Preset::General,
         Some(name) => Preset::named(name).ok_or_else(|| {
@@ -402,8 +398,7 @@ pub(crate) struct AgentRunArgs {
 impl AgentRunArgs {
     /// The arguments, checked; `cwd` must resolve inside one of `roots`.
     pub(crate) fn parse(arguments: Value, roots: &Roots) -> Result<AgentRunArgs, RunError> {
-        let mut args: AgentRunArgs = serde_json::from_value(arguments)
-            .map_err(|error| invalid(format!("invalid arguments: {error}")))?;
+        let mut args: AgentRunArgs = kit::parse_object(arguments)?;
         if !KNOWN_CLIS.contains(&args.cli.as_str()) {
             return Err(invalid(format!(
                 "cli: unknown CLI {:?}; known: {}",
@@ -664,7 +659,7 @@ mod tests {
             roots(),
         )
         .unwrap_err();
-        assert_eq!(error.code, FailureCode::InvalidArguments);
+        assert_eq!(error.code, weir_core::FailureCode::InvalidArguments);
         assert!(
             error.message.starts_with("cwd: ") && error.message.contains("outside"),
             "{}",

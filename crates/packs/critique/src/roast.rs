@@ -86,13 +86,6 @@ fn stored(shared: &Shared, context_id: &str) -> Result<Arc<Report>, RunError> {
         })
 }
 
-fn stopped(error: weir_runtime::EmitError) -> RunError {
-    RunError::new(
-        FailureCode::Internal,
-        format!("cannot report progress: {error}"),
-    )
-}
-
 /// Steps of a roast's progress: three per agent, one for the synthesis.
 struct Steps {
     /// Held while a step is reported, so that counts reach the log in
@@ -110,8 +103,7 @@ impl Steps {
                 .message(message)
                 .progress(*done, self.total),
         )
-        .await
-        .map_err(stopped)?;
+        .await?;
         Ok(())
     }
 }
@@ -153,8 +145,7 @@ impl Roast {
                     info: json!({"cached": true, "context_id": report.context_id}),
                     ..Meta::default()
                 })
-                .await
-                .map_err(stopped)?;
+                .await?;
                 // Kept as long again under its id, since it was asked for.
                 shared.reports.lock().expect("reports lock").put(
                     report.context_id.clone(),
@@ -200,8 +191,7 @@ impl Roast {
             }),
             ..Meta::default()
         })
-        .await
-        .map_err(stopped)?;
+        .await?;
 
         let steps = Steps {
             done: tokio::sync::Mutex::new(0),
@@ -472,8 +462,7 @@ impl Agent<'_> {
                         group: Some(cli.to_owned()),
                         ..Partial::default()
                     })
-                    .await
-                    .map_err(stopped)?;
+                    .await?;
                     text.push_str(&delta);
                 }
                 AgentEvent::Result(end) => result = Some(end),

@@ -8,7 +8,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use weir_core::{FailureCode, RunError};
+use weir_core::RunError;
+use weir_runtime::kit::{self, Object};
 
 use super::jail::refused_variable;
 use super::output::Encoding;
@@ -54,20 +55,6 @@ pub(crate) struct FileArg {
     encoding: Option<String>,
 }
 
-/// A `T` read from a JSON object only: serde's derive would also read a
-/// struct from an array of its fields in order, which no schema here takes.
-#[derive(Debug)]
-pub(crate) struct Object<T>(T);
-
-impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Object<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let object = serde_json::Map::<String, Value>::deserialize(deserializer)?;
-        serde_json::from_value(Value::Object(object))
-            .map(Object)
-            .map_err(serde::de::Error::custom)
-    }
-}
-
 /// `execute_code`'s arguments, checked.
 #[derive(Debug)]
 pub(crate) struct Execute {
@@ -95,17 +82,17 @@ pub(crate) struct ValidateArgs {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListArgs {}
 
+/// What to do after an invalid argument: where to learn what runs here.
+const REMEDIATION: &str = "fix the argument and call again; list_languages tells what runs here";
+
 /// An invalid-arguments error saying `message`, pointing at what runs here.
 pub(crate) fn invalid(message: impl Into<String>) -> RunError {
-    RunError::new(FailureCode::InvalidArguments, message)
-        .with_remediation("fix the argument and call again; list_languages tells what runs here")
+    kit::invalid(message).with_remediation(REMEDIATION)
 }
 
 /// Parses `arguments`, an object, into `T`, with serde's message on failure.
 pub(crate) fn parse<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, RunError> {
-    serde_json::from_value(arguments)
-        .map(|Object(parsed)| parsed)
-        .map_err(|error| invalid(format!("arguments: {error}")))
+    kit::parse_object(arguments).map_err(|error| error.with_remediation(REMEDIATION))
 }
 
 impl ExecuteArgs {

@@ -89,8 +89,7 @@ pub(crate) async fn execute(
         info,
         progress_unit: Some(ProgressUnit::Lines),
     })
-    .await
-    .map_err(emit_failed)?;
+    .await?;
 
     let launch = Launch {
         program: interpreter.path.clone(),
@@ -109,7 +108,7 @@ pub(crate) async fn execute(
         config.max_output_bytes,
     );
     let ended = supervise(pack, &mut pump, running, chunks, started, call.timeout).await?;
-    pump.finish().await.map_err(emit_failed)?;
+    pump.finish().await?;
 
     let report = pump.report();
     let signal = ended.signal.map(signal_name);
@@ -251,11 +250,11 @@ async fn supervise(
             chunk = chunks.recv(), if open > 0 => match chunk {
                 Some((stream, Some(bytes))) => {
                     last_read = Instant::now();
-                    pump.bytes(stream, &bytes).await.map_err(emit_failed)?;
+                    pump.bytes(stream, &bytes).await?;
                 }
                 Some((stream, None)) => {
                     open -= 1;
-                    pump.end(stream).await.map_err(emit_failed)?;
+                    pump.end(stream).await?;
                 }
                 None => open = 0,
             },
@@ -267,10 +266,10 @@ async fn supervise(
                 exit = Some((status, Instant::now()));
             }
             () = sleep_until(pump.idle_flush_at(config.idle_flush)) => {
-                pump.flush_idle(config.idle_flush).await.map_err(emit_failed)?;
+                pump.flush_idle(config.idle_flush).await?;
             }
             () = sleep_until(pump.progress_due_at()) => {
-                pump.report_progress().await.map_err(emit_failed)?;
+                pump.report_progress().await?;
             }
             () = sleep_until(next_stop) => match (stop, exit) {
                 (Stop::Running, None) => {
@@ -279,7 +278,7 @@ async fn supervise(
                     signals_sent.push("SIGTERM");
                     stop = Stop::Terminated { kill_at: Instant::now() + config.kill_grace };
                     let why = format!("no end within {} s: sent SIGTERM", timeout.as_secs_f64());
-                    pump.phase("timed out", why).await.map_err(emit_failed)?;
+                    pump.phase("timed out", why).await?;
                 }
                 (Stop::Terminated { .. }, None) => {
                     running.kill();
@@ -289,7 +288,7 @@ async fn supervise(
                         "still running {} s after SIGTERM: sent SIGKILL",
                         config.kill_grace.as_secs_f64()
                     );
-                    pump.phase("killed", why).await.map_err(emit_failed)?;
+                    pump.phase("killed", why).await?;
                 }
                 (Stop::Running | Stop::Terminated { .. }, Some(_)) => {
                     // The program ended and its output is still open: either
@@ -319,7 +318,7 @@ async fn supervise(
                         chunks.close();
                         pump.ctx.emit(Warning {
                             message: "a process outside the run's reach still held its output open after the program ended; the rest of its output is lost".into(),
-                        }).await.map_err(emit_failed)?;
+                        }).await?;
                     }
                 }
                 (Stop::Abandoned, _) => {}
@@ -387,13 +386,6 @@ fn setup_failed(error: impl std::fmt::Display) -> RunError {
         format!("the program could not be started: {error}"),
     )
     .with_remediation("check the server's log and the exec configuration; call again once fixed")
-}
-
-fn emit_failed(error: EmitError) -> RunError {
-    RunError::new(
-        FailureCode::Internal,
-        format!("the program's output could not be recorded: {error}"),
-    )
 }
 
 /// One stream's state.

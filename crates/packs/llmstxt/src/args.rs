@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use weir_core::{FailureCode, RunError};
+use weir_core::RunError;
 
 use crate::gather::Limits;
 
@@ -15,13 +15,7 @@ const MAX_MODEL_LINKS: (usize, usize) = (24, 200);
 /// Largest text or file `llmstxt_validate` reads.
 pub(crate) const MAX_VALIDATE_BYTES: usize = 4 << 20;
 
-fn invalid(message: String) -> RunError {
-    RunError::new(FailureCode::InvalidArguments, message)
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(arguments: Value) -> Result<T, RunError> {
-    serde_json::from_value(arguments).map_err(|error| invalid(format!("arguments: {error}")))
-}
+use weir_runtime::kit::{invalid, parse_object as parse};
 
 /// `llmstxt_generate`'s arguments, as sent.
 #[derive(Debug, Deserialize)]
@@ -93,7 +87,7 @@ pub(crate) fn generate(arguments: Value) -> Result<Generate, RunError> {
     let args: GenerateArgs = parse(arguments)?;
     if args.source.trim().is_empty() {
         return Err(invalid(
-            "source is empty: give a directory inside the server's roots or an allowed https:// git URL".into(),
+            "source is empty: give a directory inside the server's roots or an allowed https:// git URL",
         ));
     }
     Ok(Generate {
@@ -113,7 +107,7 @@ pub(crate) fn generate(arguments: Value) -> Result<Generate, RunError> {
             (true, true) => Write::Overwrite,
             (false, true) => {
                 return Err(invalid(
-                    "overwrite replaces files that write: true writes: send both".into(),
+                    "overwrite replaces files that write: true writes: send both",
                 ));
             }
         },
@@ -224,8 +218,7 @@ pub(crate) fn validate(arguments: Value) -> Result<(Subject, Format), RunError> 
         (None, Some(path)) => Subject::Path(path),
         _ => {
             return Err(invalid(
-                "give exactly one of text (the file's content) and path (a file inside the server's roots)"
-                    .into(),
+                "give exactly one of text (the file's content) and path (a file inside the server's roots)",
             ));
         }
     };
@@ -275,7 +268,7 @@ mod tests {
             (json!({"source": ".", "colour": 1}), "unknown field"),
         ] {
             let error = generate(arguments).unwrap_err();
-            assert_eq!(error.code, FailureCode::InvalidArguments);
+            assert_eq!(error.code, weir_core::FailureCode::InvalidArguments);
             assert!(error.message.contains(needle), "{}", error.message);
         }
     }

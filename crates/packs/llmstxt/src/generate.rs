@@ -53,13 +53,6 @@ struct ModelUse {
     failures: Vec<String>,
 }
 
-fn stopped(error: weir_runtime::EmitError) -> RunError {
-    RunError::new(
-        FailureCode::Internal,
-        format!("the run's log refused an event: {error}"),
-    )
-}
-
 /// The files of the run, by the URL their link got.
 struct ByUrl<'a>(BTreeMap<String, &'a File>);
 
@@ -114,20 +107,20 @@ async fn ask(
     if let Some(after) = stream.first_token_after() {
         usage.first_token_ms.push(after.as_millis() as u64);
     }
-    ctx.emit(say(format!("{label}: "))).await.map_err(stopped)?;
+    ctx.emit(say(format!("{label}: "))).await?;
     let mut answer = String::new();
     let ended = loop {
         match stream.next().await {
             Ok(Some(token)) => {
                 usage.tokens += 1;
                 answer.push_str(&token);
-                ctx.emit(say(token)).await.map_err(stopped)?;
+                ctx.emit(say(token)).await?;
             }
             Ok(None) => break Ok(answer),
             Err(error) => break Err(error),
         }
     };
-    ctx.emit(say("\n".into())).await.map_err(stopped)?;
+    ctx.emit(say("\n".into())).await?;
     if ended.is_ok() {
         usage.answered += 1;
     }
@@ -253,7 +246,7 @@ pub(crate) async fn run(
         ..Meta::default()
     })
     .await
-    .map_err(stopped)?;
+    ?;
     ctx.milestone(
         Milestone::new("gathered")
             .message(format!(
@@ -269,8 +262,7 @@ pub(crate) async fn run(
             ))
             .progress(1, total),
     )
-    .await
-    .map_err(stopped)?;
+    .await?;
 
     // Turns a failed call into a warning; stops using the model once its
     // breaker refuses, or once it broke one of the client's bounds (a
@@ -294,7 +286,7 @@ pub(crate) async fn run(
             usage.unused.get_or_insert_with(|| error.to_string());
         }
         usage.failures.push(message.clone());
-        ctx.emit(Warning { message }).await.map_err(stopped)
+        ctx.emit(Warning { message }).await.map_err(RunError::from)
     }
 
     let mut summary = (project::summary(&files, &name), Origin::Repository);
@@ -320,8 +312,7 @@ pub(crate) async fn run(
             .message(summary.0.clone())
             .done(2),
     )
-    .await
-    .map_err(stopped)?;
+    .await?;
 
     let count = sections.len();
     let mut described = 0;
@@ -361,8 +352,7 @@ pub(crate) async fn run(
                 ))
                 .done(3 + k as u64),
         )
-        .await
-        .map_err(stopped)?;
+        .await?;
     }
 
     let from_model = usage.answered > 0;
@@ -484,7 +474,7 @@ pub(crate) async fn run(
             serde_json::to_vec_pretty(&llms_json).expect("JSON values serialize"),
         ),
     ] {
-        let stored = ctx.artifact(artifact, mime, data).await.map_err(stopped)?;
+        let stored = ctx.artifact(artifact, mime, data).await?;
         artifacts.push(json!({"name": stored.name, "uri": stored.uri, "mime": stored.mime, "bytes": stored.bytes}));
     }
     ctx.milestone(
@@ -492,8 +482,7 @@ pub(crate) async fn run(
             .message("llms.txt, llms-full.txt, llms-ctx.txt, llms.json")
             .done(total),
     )
-    .await
-    .map_err(stopped)?;
+    .await?;
 
     let how = match mode {
         "fallback" => format!(

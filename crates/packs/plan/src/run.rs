@@ -62,8 +62,7 @@ pub(crate) async fn run(
     let steps = &plan.steps;
     let total = steps.len() as u64;
     ctx.milestone(Milestone::new("steps").progress(0, total))
-        .await
-        .map_err(stopped)?;
+        .await?;
     let mut reports: Vec<Option<StepReport>> = vec![None; steps.len()];
     let mut begun = vec![false; steps.len()];
     let mut running = FuturesUnordered::new();
@@ -142,8 +141,7 @@ pub(crate) async fn run(
         items: vec![structured],
         group: Some("summary".into()),
     })
-    .await
-    .map_err(stopped)?;
+    .await?;
     let failures: Vec<String> = unhandled
         .iter()
         .map(|report| {
@@ -550,8 +548,7 @@ async fn announce_end(
             .message(format!("{} {}", report.id, report.outcome.as_str()))
             .progress(ended, total),
     )
-    .await
-    .map_err(stopped)?;
+    .await?;
     Ok(())
 }
 
@@ -592,11 +589,4 @@ fn summary(name: Option<&str>, outcome: &str, reports: &[StepReport]) -> String 
         text.push_str(&format!("- {}\n", step_line(report)));
     }
     text
-}
-
-fn stopped(error: weir_runtime::EmitError) -> RunError {
-    RunError::new(
-        FailureCode::Internal,
-        format!("the plan could not report: {error}"),
-    )
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, Content, FailureCode, Meta, Milestone, RunError};
+use weir_runtime::kit::invalid;
 use weir_runtime::{Hints, RunContext, Tool, ToolInfo};
 
 use crate::Shared;
@@ -26,19 +27,11 @@ use crate::repo;
 use crate::schemas;
 use crate::store::Store;
 
-fn invalid(message: impl Into<String>) -> RunError {
-    RunError::new(FailureCode::InvalidArguments, message)
-}
-
 fn string<'a>(args: &'a Value, name: &str) -> Result<&'a str, RunError> {
     args[name]
         .as_str()
         .filter(|s| !s.trim().is_empty())
         .ok_or_else(|| invalid(format!("`{name}` must be a non-empty string")))
-}
-
-fn emit_failed(error: weir_runtime::EmitError) -> RunError {
-    RunError::new(FailureCode::Internal, error.to_string())
 }
 
 /// The final result: a headline and the summary as JSON text, and the
@@ -102,12 +95,12 @@ async fn index(
                     } else {
                         Milestone::new("indexing").progress(p.done, p.total).message(p.current)
                     };
-                    ctx.milestone(milestone).await.map_err(emit_failed)?;
+                    ctx.milestone(milestone).await?;
                     heartbeat.emitted();
                 } else if tokio::time::Instant::now() >= heartbeat.due() {
                     // One big file, or git and SCIP at the end: no count moves.
                     let phase = if watched.borrow().total == 0 { "walking" } else { "indexing" };
-                    heartbeat.beat(ctx, phase).await.map_err(emit_failed)?;
+                    heartbeat.beat(ctx, phase).await?;
                 }
             }
         }
@@ -119,8 +112,7 @@ async fn index(
             other => RunError::new(FailureCode::ToolError, other.to_string()),
         })?;
     ctx.milestone(Milestone::new("indexed").progress(report.files, report.files.max(1)))
-        .await
-        .map_err(emit_failed)?;
+        .await?;
     Ok(report)
 }
 
@@ -199,9 +191,7 @@ where
     F: FnOnce(&mut answer::Sink) -> Result<Value, RunError> + Send + 'static,
 {
     if let Some(message) = warning {
-        ctx.emit(weir_core::Warning { message })
-            .await
-            .map_err(emit_failed)?;
+        ctx.emit(weir_core::Warning { message }).await?;
     }
     let mut streamed = answer::stream(ctx, page, shared.config.heartbeat, query).await?;
     streamed.summary["firstChunkMs"] = json!(streamed.first_chunk_ms);
@@ -300,8 +290,7 @@ impl Tool for IndexRepo {
             info: json!({"root": root, "index": db, "force": force}),
             progress_unit: None,
         })
-        .await
-        .map_err(emit_failed)?;
+        .await?;
         let report = index(&ctx, &self.0, &root, force).await?;
         // What was left out (index.scip documents outside the repository, a
         // git directory outside the root) goes out as it is known too.
@@ -309,8 +298,7 @@ impl Tool for IndexRepo {
             ctx.emit(weir_core::Warning {
                 message: message.clone(),
             })
-            .await
-            .map_err(emit_failed)?;
+            .await?;
         }
         let mut headline = format!(
             "indexed {}: {} files ({} parsed, {} unchanged, {} removed, {} failed), {} definitions, {} references{} in {} ms; state {}{}{}",

@@ -1,0 +1,138 @@
+//! The pack kit: what every tool pack needs to read its arguments and
+//! report its failures the same way, so that a caller sees one error shape
+//! whichever pack refused it.
+//!
+//! - [`invalid`]: the invalid-arguments error every parser returns;
+//! - [`parse_object`] and [`Object`]: serde parsing that reads a struct
+//!   from a JSON object only (serde's derive would also read one from an
+//!   array of its fields in order, which no tool's schema takes);
+//! - [`object_args`]: the same rule for a tool that reads its arguments
+//!   field by field;
+//! - `From<EmitError> for RunError`: a run whose log refused an event ends
+//!   `failed` (internal) with the log's reason, in every pack alike.
+//!
+//! With the `tool-contract` feature, [`crate::tool_contract`] checks that a
+//! tool's input schema and its parser agree.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+use weir_core::{FailureCode, RunError};
+
+use crate::EmitError;
+
+/// An invalid-arguments error saying `message` (add a remediation with
+/// [`RunError::with_remediation`] where the pack has one).
+///
+/// ```
+/// use weir_core::FailureCode;
+/// let error = weir_runtime::kit::invalid("`path` must be a non-empty string");
+/// assert_eq!(error.code, FailureCode::InvalidArguments);
+/// ```
+pub fn invalid(message: impl Into<String>) -> RunError {
+    RunError::new(FailureCode::InvalidArguments, message)
+}
+
+/// Parses `arguments`, which must be a JSON object, into `T`; on failure an
+/// [`invalid`] error `arguments: ` and serde's message (which names the
+/// field and what it expected).
+///
+/// ```
+/// #[derive(Debug, serde::Deserialize)]
+/// struct Args { n: u32 }
+/// use serde_json::json;
+/// use weir_runtime::kit::parse_object;
+/// assert_eq!(parse_object::<Args>(json!({"n": 3})).unwrap().n, 3);
+/// let refused = parse_object::<Args>(json!([3])).unwrap_err();
+/// assert_eq!(refused.message, "arguments: invalid type: sequence, expected a map");
+/// ```
+pub fn parse_object<T: DeserializeOwned>(arguments: Value) -> Result<T, RunError> {
+    serde_json::from_value(arguments)
+        .map(|Object(parsed)| parsed)
+        .map_err(|error| invalid(format!("arguments: {error}")))
+}
+
+/// The arguments as an object, for a tool that reads them field by field;
+/// anything else is refused as [`invalid`].
+///
+/// ```
+/// use serde_json::json;
+/// use weir_runtime::kit::object_args;
+/// assert!(object_args(&json!({"path": "."})).is_ok());
+/// assert_eq!(object_args(&json!("x")).unwrap_err().message, "arguments must be an object, not a string");
+/// ```
+pub fn object_args(arguments: &Value) -> Result<&Map<String, Value>, RunError> {
+    arguments.as_object().ok_or_else(|| {
+        let got = match arguments {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        };
+        invalid(format!("arguments must be an object, not {got}"))
+    })
+}
+
+/// A `T` read from a JSON object only: for a struct nested in arguments
+/// (an item of an array of objects), as [`parse_object`] is for the whole.
+#[derive(Debug)]
+pub struct Object<T>(pub T);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let object = Map::<String, Value>::deserialize(deserializer)?;
+        serde_json::from_value(Value::Object(object))
+            .map(Object)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A run whose log refused an event cannot go on reporting: it fails as
+/// internal, saying why the log refused.
+impl From<EmitError> for RunError {
+    fn from(error: EmitError) -> RunError {
+        RunError::new(
+            FailureCode::Internal,
+            format!("the run's log refused an event: {error}"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Args {
+        #[allow(dead_code)]
+        path: String,
+    }
+
+    #[test]
+    fn only_an_object_is_read() {
+        assert!(parse_object::<Args>(json!({"path": "."})).is_ok());
+        for refused in [json!(["."]), json!("."), json!(null)] {
+            let error = parse_object::<Args>(refused.clone()).unwrap_err();
+            assert_eq!(error.code, FailureCode::InvalidArguments, "{refused}");
+            assert!(error.message.starts_with("arguments: "), "{error}");
+        }
+        let unknown = parse_object::<Args>(json!({"path": ".", "x": 1})).unwrap_err();
+        assert!(unknown.message.contains("unknown field `x`"), "{unknown}");
+    }
+
+    #[test]
+    fn an_emit_error_fails_the_run_as_internal() {
+        let error = RunError::from(EmitError::TerminalReserved("completed"));
+        assert_eq!(error.code, FailureCode::Internal);
+        assert!(
+            error
+                .message
+                .starts_with("the run's log refused an event: ")
+        );
+    }
+}
