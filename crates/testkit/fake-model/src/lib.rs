@@ -30,7 +30,14 @@
 //! protocol: a text turn, a tool call (optionally after text), a call of a
 //! tool in a namespace or of the client's tool search (codex's deferred MCP
 //! tools), thinking then text, or an HTTP error (status and body, in the protocol's own
-//! error shape unless a body is given). Requests that are not model turns
+//! error shape unless a body is given). A tool call's input may take a
+//! value from the previous tool result, which a script fixed before the run
+//! cannot know (a run id): an object
+//! `{"$from_result": {"after": "Run ", "before": " "}}` (the text between
+//! two markers) or `{"$from_result": {"pointer": "/run_id"}}` (the result's
+//! text as JSON, at a JSON pointer) anywhere in it is replaced by that
+//! value; a request whose tool result lacks it gets a 400 saying so.
+//! Requests that are not model turns
 //! (Anthropic's `count_tokens`, Gemini's `countTokens` and its model
 //! router's JSON requests) take none. A model request after the last turn
 //! gets a 400 in its protocol's error shape naming the request (its number,
@@ -82,6 +89,7 @@ pub mod agent_clis;
 mod answer;
 mod anthropic;
 mod chat;
+mod fill;
 mod gemini;
 mod responses;
 mod script;

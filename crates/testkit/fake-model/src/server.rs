@@ -432,6 +432,17 @@ async fn handle(
         return answer(Answer::Json { status, body }, &shared);
     };
 
+    // A call whose arguments come from the previous tool result (see fill.rs).
+    let filled = match crate::fill::fill(turn, protocol, &request.body) {
+        None => None,
+        Some(Ok(filled)) => Some(filled),
+        Some(Err(message)) => {
+            let status = StatusCode::BAD_REQUEST;
+            let body = error_body(protocol, status.as_u16(), &message);
+            return answer(Answer::Json { status, body }, &shared);
+        }
+    };
+    let turn = filled.as_ref().unwrap_or(turn);
     let (reply, streaming) = match Outcome::of(turn) {
         Outcome::Reply(reply, streaming) => (reply, streaming),
         Outcome::Error {

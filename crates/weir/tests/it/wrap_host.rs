@@ -150,31 +150,32 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_gets_the_result_of_a_90_s_upstream_call_through_weir_wrap() {
+/// Claude Code, offline against `fake`, with `weir wrap WEIR_ARGS --
+/// PYTHON sdk_server.py` as its MCP server `wrapped` (copied through `tee`
+/// on the way, as `claude mcp add` would write it but for the copies), and
+/// `tools` allowed.
+fn claude(
+    scene: &Scene,
+    fake: &FakeModel,
+    weir_args: &[&str],
+    upstream_log: &std::path::Path,
+    tools: &[&str],
+) -> tokio::process::Command {
     let (python, script) = sdk_server();
-    let scene = Scene::new();
-    let upstream_log = scene.root.path().join("upstream.jsonl");
-    let tool = "mcp__wrapped__slow";
-    let arguments = json!({"duration_s": DURATION_S, "interval_s": INTERVAL_S});
-    let fake = FakeModel::start(Script::new([
-        Turn::tool_call(tool, arguments),
-        Turn::text("The slow tool finished."),
-    ]))
-    .expect("start the fake model");
     let claude_tmp = scene.tmp.join("claude");
     std::fs::create_dir(&claude_tmp).unwrap();
     let server = json!({
         "command": "sh",
         "args": [
             "-c",
-            r#"tee "$1" | "$0" wrap --data-dir "$3" -- "$4" "$5" | tee "$2""#,
+            r#"tee "$1" | "$0" wrap --data-dir "$3" $6 -- "$4" "$5" | tee "$2""#,
             WEIR,
             scene.sent,
             scene.received,
             scene.data,
             python,
             script,
+            weir_args.join(" "),
         ],
         "env": {"WRAP_LOG": upstream_log},
     });
@@ -188,7 +189,22 @@ async fn claude_code_gets_the_result_of_a_90_s_upstream_call_through_weir_wrap()
         .args(["-p", "run the slow tool", "--output-format", "stream-json"])
         .args(["--verbose", "--model", "claude-opus-5-5"])
         .args(["--mcp-config", &config.to_string()])
-        .args(["--allowedTools", tool]);
+        .args(["--allowedTools", &tools.join(",")]);
+    command
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_gets_the_result_of_a_90_s_upstream_call_through_weir_wrap() {
+    let scene = Scene::new();
+    let upstream_log = scene.root.path().join("upstream.jsonl");
+    let tool = "mcp__wrapped__slow";
+    let arguments = json!({"duration_s": DURATION_S, "interval_s": INTERVAL_S});
+    let fake = FakeModel::start(Script::new([
+        Turn::tool_call(tool, arguments),
+        Turn::text("The slow tool finished."),
+    ]))
+    .expect("start the fake model");
+    let command = claude(&scene, &fake, &[], &upstream_log, &[tool]);
     let started = Instant::now();
     let run = run_to_end(command, "claude", &fake).await;
     let took = started.elapsed();
@@ -274,5 +290,128 @@ async fn claude_code_gets_the_result_of_a_90_s_upstream_call_through_weir_wrap()
         "claude through weir wrap: {:.1} s, {} progress notifications to the host, the model read {expected:?}",
         took.as_secs_f64(),
         progress.len()
+    );
+}
+
+/// The tool results Claude Code handed its model, in order: `(tool name,
+/// input, result text)` of each `tool_use` and its `tool_result`.
+fn tool_rounds(lines: &[Value]) -> Vec<(String, Value, String)> {
+    let uses: Vec<&Value> = of_type(lines, "assistant")
+        .into_iter()
+        .flat_map(|line| line["message"]["content"].as_array().unwrap())
+        .filter(|block| block["type"] == "tool_use")
+        .collect();
+    let results: Vec<&Value> = of_type(lines, "user")
+        .into_iter()
+        .flat_map(|line| line["message"]["content"].as_array().unwrap())
+        .filter(|block| block["type"] == "tool_result")
+        .collect();
+    uses.iter()
+        .map(|tool_use| {
+            let result = results
+                .iter()
+                .find(|result| result["tool_use_id"] == tool_use["id"])
+                .unwrap_or_else(|| panic!("no tool_result for {tool_use}: {lines:#?}"));
+            assert_eq!(result["is_error"], Value::Null, "{result}");
+            (
+                tool_use["name"].as_str().unwrap().to_owned(),
+                tool_use["input"].clone(),
+                text_of(&result["content"]),
+            )
+        })
+        .collect()
+}
+
+/// `--defer-after` through Claude Code: the 20 s call answers at 3 s that
+/// its run is still working, with the run's id; the model (whose next turn
+/// takes that id from the tool result) calls `runs_wait` with it and reads
+/// the upstream's own result, while the upstream ran the call once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_gets_a_deferred_call_s_result_by_runs_wait() {
+    const DURATION_S: u64 = 20;
+    const DEFER_S: u64 = 3;
+    let scene = Scene::new();
+    let upstream_log = scene.root.path().join("upstream.jsonl");
+    let (slow, wait) = ("mcp__wrapped__slow", "mcp__wrapped__runs_wait");
+    // Claude Code hands the model the result's structuredContent, as JSON.
+    let run_id = json!({"$from_result": {"pointer": "/run_id"}});
+    let fake = FakeModel::start(Script::new([
+        Turn::tool_call(slow, json!({"duration_s": DURATION_S, "interval_s": 5})),
+        Turn::tool_call(wait, json!({"run_id": run_id, "timeout_s": 60})),
+        Turn::text("The slow tool finished."),
+    ]))
+    .expect("start the fake model");
+    let defer = format!("--defer-after {DEFER_S}");
+    let command = claude(&scene, &fake, &[&defer], &upstream_log, &[slow, wait]);
+    let started = Instant::now();
+    let run = run_to_end(command, "claude", &fake).await;
+    let took = started.elapsed();
+    scene.assert_nothing_left();
+
+    let rounds = tool_rounds(&run.lines);
+    assert_eq!(rounds.len(), 2, "{rounds:#?}\nstderr: {}", run.stderr);
+    // The call answered early: the run is still working, and its id.
+    let (name, _, deferred) = &rounds[0];
+    assert_eq!(name, slow);
+    let deferred: Value = serde_json::from_str(deferred)
+        .unwrap_or_else(|_| panic!("not the structured deferral: {deferred}"));
+    assert_eq!(deferred["still_working"], true, "{deferred}");
+    let message = deferred["message"].as_str().unwrap_or_default();
+    assert!(message.contains("call the runs_wait tool"), "{deferred}");
+    let id = deferred["run_id"].as_str().expect("the run's id");
+    // The model waited on that run and read the upstream's result.
+    let (name, input, result) = &rounds[1];
+    assert_eq!(name, wait);
+    assert_eq!(input["run_id"], id, "{input}");
+    assert_eq!(result, &format!("slept {DURATION_S} s"));
+
+    // What weir answered the host, and when: the deferral before the tool
+    // could have ended, so at about DEFER_S.
+    let sent = Scene::messages(&scene.sent);
+    let received = Scene::messages(&scene.received);
+    let answer_to = |tool: &str| {
+        let call = sent
+            .iter()
+            .find(|message| message["method"] == "tools/call" && message["params"]["name"] == tool)
+            .unwrap_or_else(|| panic!("the host never called {tool}: {sent:#?}"));
+        received
+            .iter()
+            .find(|message| message["id"] == call["id"] && message.get("method").is_none())
+            .unwrap_or_else(|| panic!("weir never answered {call}"))
+            .clone()
+    };
+    let early = answer_to("slow");
+    assert_eq!(
+        early["result"]["structuredContent"]["still_working"], true,
+        "{early}"
+    );
+    assert_eq!(
+        early["result"]["structuredContent"]["run_id"], id,
+        "{early}"
+    );
+    assert_eq!(
+        text_of(&answer_to("runs_wait")["result"]["content"]),
+        format!("slept {DURATION_S} s")
+    );
+
+    // The upstream ran the call once, to its end.
+    let recorded = Scene::messages(&upstream_log);
+    let count = |kind: &str| {
+        recorded
+            .iter()
+            .filter(|event| event["event"] == kind)
+            .count()
+    };
+    assert_eq!((count("start"), count("done")), (1, 1), "{recorded:#?}");
+    // The model's request after the deferral carried the id it then used.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3, "one request per model turn");
+    assert!(requests[1].body.to_string().contains(id));
+    let finished = of_type(&run.lines, "result");
+    assert_eq!(finished[0]["result"], "The slow tool finished.");
+    assert!(took >= Duration::from_secs(DURATION_S), "{took:?}");
+    eprintln!(
+        "claude through weir wrap --defer-after {DEFER_S}: {:.1} s, the model waited on {id} and read {result:?}",
+        took.as_secs_f64()
     );
 }

@@ -273,6 +273,8 @@ async fn wait(state: &ServerState, caller: &Caller, arguments: &Value) -> Result
 
 /// The answer about a run that has not ended: what it is doing and how to
 /// get its outcome. Also what a call deferred by `--defer-after` answers.
+/// The text is in `structuredContent` too: hosts that hand their model the
+/// structured form alone (Claude Code does) would drop the instructions.
 pub(crate) fn still_working(run_id: &RunId, run_state: RunState) -> Value {
     let text = format!(
         "Run {run_id} is still working (state: {run_state}); it goes on without you. To get its result, call the runs_wait tool with {{\"run_id\": \"{run_id}\"}} (it waits up to timeout_s seconds, then says so again); to stop it, call runs_cancel."
@@ -284,6 +286,7 @@ pub(crate) fn still_working(run_id: &RunId, run_state: RunState) -> Value {
             "state": run_state,
             "still_working": true,
             "next": "runs_wait",
+            "message": text,
         },
     })
 }
