@@ -22,6 +22,7 @@ mod runs_remote;
 mod serve;
 mod store;
 mod tools;
+mod upstream_catalog;
 mod upstream_tools;
 mod upstreams;
 

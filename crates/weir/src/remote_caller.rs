@@ -204,6 +204,28 @@ impl ClientCaller {
         }
     }
 
+    /// `server`'s result for one request other than a tool call (its
+    /// resources and prompts, passed through), or its refusal as it gave it.
+    pub(crate) async fn request(
+        &self,
+        server: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ClientError> {
+        let client = self
+            .client(server)
+            .await
+            .map_err(|error| ClientError::Unreachable {
+                url: server.to_owned(),
+                reason: error.message,
+            })?;
+        let answer = client.request(method, params).await;
+        if let Err(error) = &answer {
+            self.forget(server, &client, error).await;
+        }
+        answer
+    }
+
     /// Ends every open connection (a stdio upstream's process is asked to
     /// exit: stdin closed, then SIGTERM, then SIGKILL).
     pub(crate) async fn close(&self) {

@@ -16,6 +16,7 @@ use crate::exit::Outcome;
 use crate::packs;
 use crate::remote_caller::ClientCaller;
 use crate::store;
+use crate::upstream_catalog;
 use crate::upstream_tools::{self, Naming};
 use crate::upstreams::Upstreams;
 
@@ -128,6 +129,7 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
             defer_after: args.defer_after.map(Duration::from_secs),
             hidden_tools,
             status_parts: upstream_status(&caller),
+            upstreams: upstream_catalog::pass_through(&caller, naming == Naming::Prefixed),
             ..ServerConfig::default()
         },
     );
@@ -283,7 +285,13 @@ fn served_tools(packs: Vec<(String, Vec<String>)>) -> ServedTools {
             let agents = tools.iter().filter(|tool| *tool != "critique_status");
             served.agent_tools.extend(agents.cloned());
         }
-        served.packs.insert(pack, tools.into_iter().collect());
+        let mut tools: std::collections::BTreeSet<String> = tools.into_iter().collect();
+        if pack.starts_with("upstream:") {
+            // Not a tool: the grant of the upstream's resources and
+            // prompts, which the MCP server looks for.
+            tools.insert(pack.clone());
+        }
+        served.packs.insert(pack, tools);
     }
     let own = weir_mcp::builtin_tool_names().into_iter().collect();
     served.packs.insert("runs".to_owned(), own);

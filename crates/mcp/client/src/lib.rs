@@ -142,6 +142,13 @@ impl Client {
         self.server.list_tools_json().await
     }
 
+    /// Sends one request other than a tool call (`resources/read`,
+    /// `prompts/get`, …) and returns its result as sent, or the server's
+    /// refusal ([`ClientError::Rpc`]): for a proxy that passes it on.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.server.roundtrip(method, params).await
+    }
+
     /// Calls `tool` with `arguments` (a JSON object); the stream yields what
     /// happens, ending with the result or an error. Dropping the stream
     /// before its end cancels the call on the server.

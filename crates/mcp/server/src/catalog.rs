@@ -8,6 +8,8 @@
 use async_trait::async_trait;
 use rmcp::model::{GetPromptResult, Prompt, Resource, ResourceContents, ResourceTemplate};
 use serde_json::{Map, Value};
+/// An upstream's refusal, passed on ([`UpstreamSource::request`]).
+pub use weir_mcp_wire::jsonrpc::RpcError;
 
 /// Why a catalog could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -63,3 +65,38 @@ pub trait Catalog: Send + Sync + 'static {
 pub struct EmptyCatalog;
 
 impl Catalog for EmptyCatalog {}
+
+/// The upstream MCP servers whose resources and prompts this server passes
+/// through, filled by the program that embeds it (weir's binary, over
+/// `weir-client`). The server shapes what it serves (names, routing, which
+/// caller sees what); an upstream answers one request at a time.
+#[async_trait]
+pub trait UpstreamSource: Send + Sync + 'static {
+    /// The upstreams, by name.
+    fn names(&self) -> Vec<String>;
+
+    /// Sends `method` with `params` to `upstream` and returns its result, or
+    /// its refusal as the error to answer (an unreachable upstream: an
+    /// internal error saying so).
+    async fn request(&self, upstream: &str, method: &str, params: Value)
+    -> Result<Value, RpcError>;
+}
+
+/// How the upstreams' resources and prompts are served.
+#[derive(Clone)]
+pub struct PassThrough {
+    /// Where they come from.
+    pub source: std::sync::Arc<dyn UpstreamSource>,
+    /// Prompts named `NAME__prompt`, as the upstreams' tools are; `false`
+    /// (one upstream, `weir wrap`): as the upstream names them.
+    pub prefixed: bool,
+}
+
+impl std::fmt::Debug for PassThrough {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PassThrough")
+            .field("upstreams", &self.source.names())
+            .field("prefixed", &self.prefixed)
+            .finish()
+    }
+}

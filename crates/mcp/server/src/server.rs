@@ -126,13 +126,13 @@ async fn dispatch(
         "server/discover" => Ok(lifecycle::discover(state)),
         "logging/setLevel" => lifecycle::set_log_level(session, params),
         "tools/list" => Ok(tools::list(state, &session.caller)),
-        "resources/list" => Ok(resources::list(state)),
-        "resources/templates/list" => resources::templates(state),
+        "resources/list" => resources::list(state, &session.caller).await,
+        "resources/templates/list" => resources::templates(state, &session.caller).await,
         "resources/read" => resources::read(state, &session.caller, scope, params).await,
         "resources/subscribe" | "resources/unsubscribe" => resources::subscribe(params),
-        "prompts/list" => Ok(prompts::list(state)),
-        "prompts/get" => prompts::get(state, params).await,
-        "completion/complete" => prompts::complete(state, params).await,
+        "prompts/list" => prompts::list(state, &session.caller).await,
+        "prompts/get" => prompts::get(state, &session.caller, params).await,
+        "completion/complete" => prompts::complete(state, &session.caller, params).await,
         "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" | "tasks/update" => {
             tasks::request(state, &session.caller, scope, method, params).await
         }

@@ -40,6 +40,11 @@ pub struct ServerConfig {
     /// server (weir's binary: its upstreams' health), read at each call.
     /// Empty by default.
     pub status_parts: Vec<StatusPart>,
+    /// The upstream servers whose resources and prompts are served beside
+    /// the catalog's (`None` by default: none). A caller sees an upstream's
+    /// when it may call `upstream:NAME` (a tokens file's
+    /// `packs=upstream:NAME` grants it), as it sees its tools.
+    pub upstreams: Option<crate::catalog::PassThrough>,
 }
 
 /// One key of `get_status`'s answer that the embedding program reports:
@@ -72,6 +77,7 @@ impl Default for ServerConfig {
             defer_after: None,
             hidden_tools: std::collections::BTreeSet::new(),
             status_parts: Vec::new(),
+            upstreams: None,
         }
     }
 }

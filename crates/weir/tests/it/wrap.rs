@@ -29,8 +29,8 @@ fn everything_entry() -> PathBuf {
 }
 
 /// An MCP server on the other end of a pipe, and this test as its client.
-struct Peer {
-    child: Child,
+pub(crate) struct Peer {
+    pub(crate) child: Child,
     stdin: ChildStdin,
     messages: mpsc::Receiver<Value>,
     stderr: Arc<Mutex<String>>,
@@ -39,7 +39,7 @@ struct Peer {
 
 impl Peer {
     /// Starts `program args…` and initializes a 2025-11-25 session.
-    fn start(program: &str, args: &[&str]) -> Peer {
+    pub(crate) fn start(program: &str, args: &[&str]) -> Peer {
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -96,7 +96,7 @@ impl Peer {
     }
 
     /// `weir wrap OPTIONS -- node ENTRY stdio` (or another command).
-    fn wrap(options: &[&str], command: &[&str]) -> Peer {
+    pub(crate) fn wrap(options: &[&str], command: &[&str]) -> Peer {
         let mut args = vec!["wrap"];
         args.extend(options);
         args.push("--");
@@ -104,12 +104,12 @@ impl Peer {
         Peer::start(WEIR, &args)
     }
 
-    fn send(&mut self, message: Value) {
+    pub(crate) fn send(&mut self, message: Value) {
         writeln!(self.stdin, "{message}").unwrap();
         self.stdin.flush().unwrap();
     }
 
-    fn next(&self, within: Duration) -> Value {
+    pub(crate) fn next(&self, within: Duration) -> Value {
         self.messages.recv_timeout(within).unwrap_or_else(|_| {
             panic!(
                 "no message within {within:?}; stderr: {}",
@@ -119,7 +119,7 @@ impl Peer {
     }
 
     /// Sends a request; returns its id.
-    fn send_request(&mut self, method: &str, params: Value) -> u64 {
+    pub(crate) fn send_request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -127,14 +127,14 @@ impl Peer {
     }
 
     /// A request and its response (notifications meanwhile dropped).
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.send_request(method, params);
         self.reply(id, Duration::from_secs(60)).1
     }
 
     /// Reads until the response to `id`: the notifications before it, then
     /// the response.
-    fn reply(&mut self, id: u64, within: Duration) -> (Vec<Value>, Value) {
+    pub(crate) fn reply(&mut self, id: u64, within: Duration) -> (Vec<Value>, Value) {
         let until = Instant::now() + within;
         let mut notes = Vec::new();
         loop {
@@ -147,7 +147,7 @@ impl Peer {
     }
 
     /// Starts a `tools/call` with a progress token `p{id}`; returns its id.
-    fn call(&mut self, tool: &str, arguments: Value) -> u64 {
+    pub(crate) fn call(&mut self, tool: &str, arguments: Value) -> u64 {
         let id = self.next_id;
         self.send_request(
             "tools/call",
@@ -156,13 +156,13 @@ impl Peer {
     }
 
     /// A call of one of weir's own runs tools: its structured answer.
-    fn runs_tool(&mut self, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn runs_tool(&mut self, tool: &str, arguments: Value) -> Value {
         let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
         answer["result"].clone()
     }
 
     /// Every event of `run_id`, by `runs_events`.
-    fn events(&mut self, run_id: &str) -> Vec<Value> {
+    pub(crate) fn events(&mut self, run_id: &str) -> Vec<Value> {
         let page = self.runs_tool("runs_events", json!({"run_id": run_id, "limit": 1000}));
         page["structuredContent"]["events"]
             .as_array()
@@ -171,7 +171,7 @@ impl Peer {
     }
 
     /// The newest run's id, by `runs_list`.
-    fn newest_run(&mut self) -> String {
+    pub(crate) fn newest_run(&mut self) -> String {
         let list = self.runs_tool("runs_list", json!({"limit": 1}));
         list["structuredContent"]["runs"][0]["run_id"]
             .as_str()
@@ -180,7 +180,7 @@ impl Peer {
     }
 
     /// Waits for `run_id`'s state to be `wanted`.
-    fn await_state(&mut self, run_id: &str, wanted: &str) -> Value {
+    pub(crate) fn await_state(&mut self, run_id: &str, wanted: &str) -> Value {
         let until = Instant::now() + Duration::from_secs(20);
         loop {
             let run =
@@ -194,7 +194,7 @@ impl Peer {
         }
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 }
@@ -207,7 +207,7 @@ impl Drop for Peer {
 }
 
 /// The terminal events of a run's log.
-fn terminal(events: &[Value]) -> Vec<String> {
+pub(crate) fn terminal(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .map(|event| event["type"].as_str().unwrap().to_owned())
@@ -216,7 +216,7 @@ fn terminal(events: &[Value]) -> Vec<String> {
 }
 
 /// The progress notifications among `notes`: (progress, total, message).
-fn progress(notes: &[Value]) -> Vec<(f64, Option<f64>, Option<String>)> {
+pub(crate) fn progress(notes: &[Value]) -> Vec<(f64, Option<f64>, Option<String>)> {
     notes
         .iter()
         .filter(|note| note["method"] == "notifications/progress")
@@ -232,7 +232,7 @@ fn progress(notes: &[Value]) -> Vec<(f64, Option<f64>, Option<String>)> {
 }
 
 /// The processes whose parent is `pid`.
-fn children(pid: u32) -> Vec<u32> {
+pub(crate) fn children(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -613,7 +613,7 @@ fn a_tokens_file_grants_an_upstreams_tools_as_the_pack_upstream_name() {
 }
 
 /// `get_status`'s account of the upstream `name`.
-fn upstream_status(peer: &mut Peer, name: &str) -> Value {
+pub(crate) fn upstream_status(peer: &mut Peer, name: &str) -> Value {
     let status = peer.runs_tool("get_status", json!({}));
     status["structuredContent"]["upstreams"][name].clone()
 }
@@ -766,4 +766,223 @@ fn an_upstreams_file_limits_its_calls_at_once_and_their_time() {
         1,
         "{waited:?}"
     );
+}
+
+/// The `key` list of `method`'s answer, sorted by `field`.
+fn listed(peer: &mut Peer, method: &str, key: &str, field: &str) -> Vec<Value> {
+    let answer = peer.request(method, json!({}));
+    let mut list = answer["result"][key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{method}: {answer}"))
+        .clone();
+    list.sort_by_key(|item| item[field].as_str().unwrap_or_default().to_owned());
+    list
+}
+
+#[test]
+fn weir_wrap_passes_the_upstreams_resources_and_prompts_through_as_they_are() {
+    let entry = everything_entry();
+    let entry = entry.to_str().unwrap();
+    let mut direct = Peer::start("node", &[entry, "stdio"]);
+    let mut wrapped = Peer::wrap(&["--memory"], &["node", entry, "stdio"]);
+    // Lists: the upstream's, entry for entry; the templates also weir's own.
+    let resources = listed(&mut direct, "resources/list", "resources", "uri");
+    assert!(!resources.is_empty());
+    assert_eq!(
+        listed(&mut wrapped, "resources/list", "resources", "uri"),
+        resources
+    );
+    let prompts = listed(&mut direct, "prompts/list", "prompts", "name");
+    assert!(prompts.iter().any(|prompt| prompt["name"] == "args-prompt"));
+    assert_eq!(
+        listed(&mut wrapped, "prompts/list", "prompts", "name"),
+        prompts
+    );
+    let templates = listed(
+        &mut direct,
+        "resources/templates/list",
+        "resourceTemplates",
+        "uriTemplate",
+    );
+    let served = listed(
+        &mut wrapped,
+        "resources/templates/list",
+        "resourceTemplates",
+        "uriTemplate",
+    );
+    for template in &templates {
+        assert!(served.contains(template), "{template} not in {served:?}");
+    }
+    assert!(
+        served.iter().any(|template| template["uriTemplate"]
+            .as_str()
+            .unwrap()
+            .starts_with("weir://runs/")),
+        "{served:?}"
+    );
+    // Reads: a listed resource and one made from a template, as the
+    // upstream answers them.
+    for uri in [
+        resources[0]["uri"].as_str().unwrap(),
+        "demo://resource/dynamic/text/7",
+    ] {
+        let read = |peer: &mut Peer| {
+            peer.request("resources/read", json!({"uri": uri}))["result"]["contents"].clone()
+        };
+        let contents = read(&mut direct);
+        assert!(contents[0]["uri"] == uri, "{contents}");
+        assert_eq!(read(&mut wrapped), contents, "{uri}");
+    }
+    // A prompt with arguments, rendered by the upstream.
+    let get = json!({"name": "args-prompt", "arguments": {"city": "Lisbon", "state": "Lx"}});
+    let rendered = direct.request("prompts/get", get.clone())["result"].clone();
+    assert!(rendered.to_string().contains("Lisbon"), "{rendered}");
+    assert_eq!(wrapped.request("prompts/get", get)["result"], rendered);
+    // What the upstream refuses, weir refuses alike; weir's own run
+    // resources are still weir's.
+    let missing = json!({"name": "no-such-prompt"});
+    let refused = wrapped.request("prompts/get", missing.clone());
+    assert_eq!(
+        refused["error"]["code"],
+        direct.request("prompts/get", missing)["error"]["code"]
+    );
+    assert!(refused["error"]["message"].is_string(), "{refused}");
+    wrapped.request(
+        "tools/call",
+        json!({"name": "get-sum", "arguments": {"a": 1, "b": 2}}),
+    );
+    let run = wrapped.newest_run();
+    let own = wrapped.request(
+        "resources/read",
+        json!({"uri": format!("weir://runs/{run}")}),
+    );
+    assert!(
+        own["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("get-sum"),
+        "{own}"
+    );
+}
+
+/// A stateless (2026-07-28) request to weir at `addr` as `token`: the
+/// JSON-RPC answer (HTTP/1.0, so the body ends with the connection).
+fn http_request(addr: &str, token: &str, method: &str, params: Value) -> Value {
+    use std::io::Read;
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    let data = body
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(body);
+    serde_json::from_str(data.trim()).unwrap_or_else(|e| panic!("{e}: {answer}"))
+}
+
+#[test]
+fn weir_serve_prefixes_upstream_prompts_and_shows_each_upstreams_to_callers_granted_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let entry = everything_entry();
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        "one token:token-of-caller-one packs=upstream:one\nboth token:token-of-caller-both packs=upstream:one,upstream:two\nnone token:token-of-caller-none packs=runs\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut served = Command::new(WEIR)
+        .args(["serve", "--http", "127.0.0.1:0", "--memory", "--no-exec"])
+        .args([
+            "--upstream",
+            &format!("one=-- node {} stdio", entry.display()),
+        ])
+        .args([
+            "--upstream",
+            &format!("two=-- node {} stdio", entry.display()),
+        ])
+        .arg("--tokens-file")
+        .arg(&tokens)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(served.stderr.take().unwrap()).lines();
+    let said = lines.next().unwrap().unwrap();
+    let addr = said
+        .split("serving MCP at http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("{said}"))
+        .to_owned();
+    let names = |token: &str| -> Vec<String> {
+        let answer = http_request(&addr, token, "prompts/list", json!({}));
+        answer["result"]["prompts"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|prompt| prompt["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Each upstream's prompts, prefixed as its tools are; a caller sees
+    // those of the upstreams it is granted, and nothing of the others.
+    let both = names("token-of-caller-both");
+    assert!(both.contains(&"one__args-prompt".to_owned()), "{both:?}");
+    assert!(both.contains(&"two__args-prompt".to_owned()), "{both:?}");
+    assert!(!both.contains(&"args-prompt".to_owned()), "{both:?}");
+    let one = names("token-of-caller-one");
+    assert!(one.contains(&"one__simple-prompt".to_owned()), "{one:?}");
+    assert!(!one.iter().any(|name| name.starts_with("two__")), "{one:?}");
+    assert!(names("token-of-caller-none").is_empty());
+    let resources = |token: &str| {
+        http_request(&addr, token, "resources/list", json!({}))["result"]["resources"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert!(resources("token-of-caller-one") > 0);
+    assert_eq!(resources("token-of-caller-none"), 0);
+    // A prompt renders by its served name; another's is refused as absent.
+    let get = |token: &str, name: &str| {
+        http_request(
+            &addr,
+            token,
+            "prompts/get",
+            json!({"name": name, "arguments": {"city": "Lisbon"}}),
+        )
+    };
+    let rendered = get("token-of-caller-one", "one__args-prompt");
+    assert!(
+        rendered["result"]["messages"]
+            .to_string()
+            .contains("Lisbon"),
+        "{rendered}"
+    );
+    let refused = get("token-of-caller-one", "two__args-prompt");
+    assert!(refused["error"].is_object(), "{refused}");
+    let uri = "demo://resource/dynamic/text/3";
+    let read = |token: &str| http_request(&addr, token, "resources/read", json!({"uri": uri}));
+    assert_eq!(
+        read("token-of-caller-one")["result"]["contents"][0]["uri"],
+        uri
+    );
+    assert!(read("token-of-caller-none")["error"].is_object());
+    let _ = served.kill();
+    let _ = served.wait();
 }

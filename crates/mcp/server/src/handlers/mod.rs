@@ -8,3 +8,4 @@ pub(crate) mod prompts;
 pub(crate) mod resources;
 pub(crate) mod tasks;
 pub(crate) mod tools;
+pub(crate) mod upstream;

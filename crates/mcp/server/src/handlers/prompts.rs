@@ -1,20 +1,35 @@
 //! `prompts/list`, `prompts/get` and `completion/complete`: answered by the
-//! catalog alone.
+//! catalog and the upstreams ([`upstream`]).
 
 use serde_json::{Value, json};
 use weir_mcp_wire::jsonrpc::RpcError;
 
+use crate::caller::Caller;
 use crate::errors::{internal, required_str};
+use crate::handlers::upstream;
 use crate::state::ServerState;
 
-/// `prompts/list`.
-pub(crate) fn list(state: &ServerState) -> Value {
-    json!({ "prompts": state.catalog.prompts() })
+/// `prompts/list`: the catalog's, then the upstreams' `caller` sees.
+pub(crate) async fn list(state: &ServerState, caller: &Caller) -> Result<Value, RpcError> {
+    let mut prompts = serde_json::to_value(state.catalog.prompts()).map_err(internal)?;
+    let passed = upstream::list(state, caller, "prompts/list", "prompts").await;
+    if let Some(list) = prompts.as_array_mut() {
+        list.extend(passed);
+    }
+    Ok(json!({ "prompts": prompts }))
 }
 
-/// `prompts/get`.
-pub(crate) async fn get(state: &ServerState, params: &Value) -> Result<Value, RpcError> {
+/// `prompts/get`: an upstream's prompt, named as served, else the
+/// catalog's.
+pub(crate) async fn get(
+    state: &ServerState,
+    caller: &Caller,
+    params: &Value,
+) -> Result<Value, RpcError> {
     let name = required_str(params, "name")?;
+    if let Some(answer) = upstream::get_prompt(state, caller, name, params).await {
+        return answer;
+    }
     let arguments = params
         .get("arguments")
         .and_then(Value::as_object)
@@ -24,8 +39,16 @@ pub(crate) async fn get(state: &ServerState, params: &Value) -> Result<Value, Rp
     serde_json::to_value(prompt).map_err(internal)
 }
 
-/// `completion/complete`, for a prompt's or resource template's argument.
-pub(crate) async fn complete(state: &ServerState, params: &Value) -> Result<Value, RpcError> {
+/// `completion/complete`, for a prompt's or resource template's argument:
+/// an upstream's, else the catalog's.
+pub(crate) async fn complete(
+    state: &ServerState,
+    caller: &Caller,
+    params: &Value,
+) -> Result<Value, RpcError> {
+    if let Some(answer) = upstream::complete(state, caller, params).await {
+        return answer;
+    }
     let reference = params
         .get("ref")
         .ok_or_else(|| RpcError::invalid_params("completion/complete needs \"ref\""))?;
