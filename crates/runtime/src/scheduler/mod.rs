@@ -116,7 +116,9 @@ pub struct Scheduler {
 
 struct Inner {
     log: Arc<dyn EventLog>,
-    tools: BTreeMap<String, Registered>,
+    /// Fixed at start but for [`Scheduler::replace_tools`]; a run holds
+    /// its tool's entry from admission to its end.
+    tools: std::sync::RwLock<BTreeMap<String, Arc<Registered>>>,
     all_slots: Arc<Semaphore>,
     queued: AtomicUsize,
     config: SchedulerConfig,
@@ -131,7 +133,32 @@ struct Registered {
     slots: Arc<Semaphore>,
 }
 
+impl Registered {
+    /// `tool`, with `slots`, or its own (its `max_concurrent`, else
+    /// `max_per_tool`).
+    fn new(tool: Arc<dyn Tool>, max_per_tool: usize, slots: Option<Arc<Semaphore>>) -> Registered {
+        let info = tool.info();
+        let limit = info.max_concurrent.unwrap_or(max_per_tool).max(1);
+        Registered {
+            tool,
+            info,
+            slots: slots.unwrap_or_else(|| Arc::new(Semaphore::new(limit))),
+        }
+    }
+}
+
 impl Inner {
+    /// The tool registered as `name` now.
+    fn tool(&self, name: &str) -> Option<Arc<Registered>> {
+        self.registry().get(name).cloned()
+    }
+
+    fn registry(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Registered>>> {
+        self.tools
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// `arguments` of `tool` as the log keeps them: the tool's own
     /// [`Tool::redact`], which redacts the arguments of the tools it holds
     /// (a plan's steps) through this registry.
@@ -142,7 +169,7 @@ impl Inner {
 
 impl crate::tool::Redactor for Inner {
     fn redact(&self, tool: &str, arguments: &serde_json::Value) -> serde_json::Value {
-        match self.tools.get(tool) {
+        match self.tool(tool) {
             Some(registered) => registered.tool.redact(&registered.info, arguments, self),
             None => {
                 let mut stored = arguments.clone();
@@ -250,22 +277,19 @@ impl Scheduler {
     ) -> Result<Scheduler, StartError> {
         let mut registry = BTreeMap::new();
         for tool in tools {
-            let info = tool.info();
-            let limit = info.max_concurrent.unwrap_or(config.max_per_tool).max(1);
-            let name = info.name.clone();
-            let registered = Registered {
-                tool,
-                info,
-                slots: Arc::new(Semaphore::new(limit)),
-            };
-            if registry.insert(name.clone(), registered).is_some() {
+            let registered = Registered::new(tool, config.max_per_tool, None);
+            let name = registered.info.name.clone();
+            if registry
+                .insert(name.clone(), Arc::new(registered))
+                .is_some()
+            {
                 return Err(StartError::DuplicateTool(name));
             }
         }
         recover_interrupted(&*log, &config.node).await?;
         let inner = Arc::new(Inner {
             log,
-            tools: registry,
+            tools: std::sync::RwLock::new(registry),
             all_slots: Arc::new(Semaphore::new(config.max_concurrent.max(1))),
             queued: AtomicUsize::new(0),
             config,
@@ -278,9 +302,48 @@ impl Scheduler {
         Ok(Scheduler { inner })
     }
 
-    /// The registered tools, by name.
-    pub fn tools(&self) -> impl Iterator<Item = &ToolInfo> {
-        self.inner.tools.values().map(|registered| &registered.info)
+    /// The registered tools now, by name.
+    pub fn tools(&self) -> impl Iterator<Item = ToolInfo> + use<> {
+        let registry = self.inner.registry();
+        let infos: Vec<ToolInfo> = registry
+            .values()
+            .map(|registered| registered.info.clone())
+            .collect();
+        infos.into_iter()
+    }
+
+    /// Replaces the tools named `retired` with `tools` (an upstream server
+    /// whose list changed): a call admitted from now on finds the new set;
+    /// a run admitted before keeps the tool it was admitted with until it
+    /// ends. A tool keeping its name keeps its slots (runs of it in flight
+    /// still count). Returns the names of `tools` left out because another
+    /// tool, not retired, has them.
+    pub fn replace_tools(
+        &self,
+        retired: &BTreeSet<String>,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> Vec<String> {
+        let mut registry = self
+            .inner
+            .tools
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut old: BTreeMap<String, Arc<Registered>> = retired
+            .iter()
+            .filter_map(|name| registry.remove_entry(name))
+            .collect();
+        let mut taken = Vec::new();
+        for tool in tools {
+            let name = tool.info().name;
+            if registry.contains_key(&name) {
+                taken.push(name);
+                continue;
+            }
+            let slots = old.remove(&name).map(|old| old.slots.clone());
+            let registered = Registered::new(tool, self.inner.config.max_per_tool, slots);
+            registry.insert(name, Arc::new(registered));
+        }
+        taken
     }
 
     /// The event log runs are written to.

@@ -89,7 +89,17 @@ impl Scheduler {
         options: RunOptions,
     ) -> Result<RunHandle, SubmitError> {
         let inner = &self.inner;
-        let registered = &inner.tools[tool];
+        // Admitted a moment ago: retired since (`replace_tools`), it is
+        // as gone as a tool never served.
+        let registered = inner.tool(tool).ok_or_else(|| SubmitError::UnknownTool {
+            name: tool.to_owned(),
+            available: inner
+                .registry()
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
         let run_id = options.run_id.clone().unwrap_or_else(|| {
             RunId::parse(&uuid::Uuid::now_v7().simple().to_string())
                 .expect("a uuid is a valid run id")
@@ -150,7 +160,7 @@ impl Scheduler {
     /// summary) before.
     pub fn take(&self, offer: Offer) -> Option<RunHandle> {
         let inner = &self.inner;
-        let registered = inner.tools.get(&offer.tool)?;
+        let registered = inner.tool(&offer.tool)?;
         let slots = try_take_slots(&registered.slots, Seat::Root(&inner.all_slots))?;
         let cancel = Cancel::default();
         inner
@@ -179,6 +189,7 @@ impl Scheduler {
             let terminal = run::execute(
                 &inner,
                 &offer.tool,
+                &registered,
                 arguments,
                 offer.timeout,
                 lineage,

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use weir_core::{Canceled, EventKind, Failed, FailureCode, RunError, RunEvent, Started};
 
 use super::slots::{Seat, Slots, take_slots};
-use super::{Cancel, Inner, Lineage};
+use super::{Cancel, Inner, Lineage, Registered};
 use crate::context::{Command, RunContext, write_run};
 use crate::tool::Tool;
 
@@ -30,6 +30,7 @@ pub(super) struct Arguments {
 pub(super) async fn execute(
     inner: &Arc<Inner>,
     tool: &str,
+    registered: &Registered,
     arguments: Arguments,
     timeout: Duration,
     lineage: Lineage,
@@ -37,7 +38,6 @@ pub(super) async fn execute(
 ) -> Option<RunEvent> {
     let run_id = &lineage.run_id.clone();
     let cancel = &lineage.cancel.clone();
-    let registered = &inner.tools[tool];
     let slots = match slots {
         Some(slots) => Some(slots),
         None => {

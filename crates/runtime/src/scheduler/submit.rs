@@ -49,13 +49,12 @@ impl Scheduler {
         // A tool the caller may not run is refused exactly as one that does
         // not exist: the caller learns nothing about tools outside its scope.
         let registered = inner
-            .tools
-            .get(tool)
+            .tool(tool)
             .filter(|_| allowed.is_none_or(|allowed| allowed.contains(tool)))
             .ok_or_else(|| SubmitError::UnknownTool {
                 name: tool.to_owned(),
                 available: inner
-                    .tools
+                    .registry()
                     .keys()
                     .filter(|name| allowed.is_none_or(|allowed| allowed.contains(*name)))
                     .cloned()
@@ -166,7 +165,16 @@ impl Scheduler {
                 given: arguments,
                 stored,
             };
-            let terminal = run::execute(&inner, &tool, arguments, timeout, lineage, slots).await;
+            let terminal = run::execute(
+                &inner,
+                &tool,
+                &registered,
+                arguments,
+                timeout,
+                lineage,
+                slots,
+            )
+            .await;
             inner.active.lock().expect("active runs lock").remove(&id);
             cancel.ended.cancel();
             terminal
@@ -207,7 +215,7 @@ impl Spawn for Lineage {
             .upgrade()
             .map(|inner| {
                 inner
-                    .tools
+                    .registry()
                     .values()
                     .filter(|registered| {
                         allowed.is_none_or(|allowed| allowed.contains(&registered.info.name))

@@ -380,10 +380,10 @@ async fn answer(
             Ok(Ok(json!({ "runs": runs })))
         }
         "get_status" => {
-            let streaming: Vec<&str> = scheduler
+            let streaming: Vec<String> = scheduler
                 .tools()
                 .filter(|t| t.streams && caller.may_call(&t.name))
-                .map(|t| t.name.as_str())
+                .map(|t| t.name)
                 .collect();
             let mut status = json!({
                 "name": state.config.name,

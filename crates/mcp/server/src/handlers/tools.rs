@@ -52,7 +52,7 @@ pub(crate) fn list(state: &ServerState, caller: &Caller) -> Value {
         .scheduler
         .tools()
         .filter(|info| caller.may_call(&info.name))
-        .map(tool_json)
+        .map(|info| tool_json(&info))
         .collect();
     tools.extend(
         builtin::TOOLS
