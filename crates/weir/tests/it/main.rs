@@ -63,3 +63,4 @@ mod runs_cli; // Issue 24, finding 7: weir runs on a data directory, a server, a
 // Issue 26: existing MCP servers served as runs.
 mod wrap;
 mod wrap_host; // Claude Code as host of weir wrap around a 90 s upstream call
+mod wrap_upstreams; // an HTTP upstream by URL; per-caller upstream processes
