@@ -45,7 +45,7 @@ use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use serde_json::{Map, Value, json};
 use weir_core::{FailureCode, RunError};
 
-use crate::ToolInfo;
+use crate::{Pack, ToolInfo};
 
 /// A parser under test: the tool's own reading of its arguments, without
 /// running anything.
@@ -60,6 +60,7 @@ pub struct ToolCheck<'a> {
     fields: Option<Vec<&'static str>>,
     samples: BTreeMap<String, Value>,
     except: BTreeMap<String, String>,
+    base: Option<Map<String, Value>>,
 }
 
 impl<'a> ToolCheck<'a> {
@@ -74,6 +75,7 @@ impl<'a> ToolCheck<'a> {
             fields: None,
             samples: BTreeMap::new(),
             except: BTreeMap::new(),
+            base: None,
         }
     }
 
@@ -97,6 +99,18 @@ impl<'a> ToolCheck<'a> {
     /// check them); its forbidden values still are.
     pub fn except(mut self, property: &str, why: &str) -> ToolCheck<'a> {
         self.except.insert(property.to_owned(), why.to_owned());
+        self
+    }
+
+    /// The smallest call the parser takes, where it needs more than the
+    /// schema's required properties (one of two fields): every other call
+    /// is this one with one property changed. It must hold the required
+    /// properties and pass the schema.
+    pub fn base(mut self, base: Value) -> ToolCheck<'a> {
+        match base {
+            Value::Object(base) => self.base = Some(base),
+            other => panic!("a base call is an object, not {other}"),
+        }
         self
     }
 
@@ -127,7 +141,7 @@ impl<'a> ToolCheck<'a> {
             );
         }
 
-        let base = self.minimal(schema);
+        let base = self.base.clone().unwrap_or_else(|| self.minimal(schema));
         let with = |property: &str, value: Option<&Value>| {
             let mut arguments = base.clone();
             match value {
@@ -227,6 +241,38 @@ impl<'a> ToolCheck<'a> {
                 short(&arguments)
             );
         }
+    }
+}
+
+/// Runs `checks` over `pack`: one for each of its tools, as it registers
+/// them (a tool may have several, each from another [`ToolCheck::base`]).
+/// A tool without a check fails, so that a new tool cannot go unchecked,
+/// and so does a check of another schema than the tool's.
+pub fn check_pack(pack: &dyn Pack, checks: Vec<ToolCheck<'_>>) {
+    let tools = pack.tools();
+    let mut registered: Vec<String> = tools.iter().map(|tool| tool.info().name).collect();
+    let mut checked: Vec<String> = checks.iter().map(|check| check.info.name.clone()).collect();
+    registered.sort_unstable();
+    checked.sort_unstable();
+    checked.dedup();
+    assert_eq!(
+        registered,
+        checked,
+        "pack {}: its tools, the tools checked",
+        pack.name()
+    );
+    for check in checks {
+        let tool = tools
+            .iter()
+            .map(|tool| tool.info())
+            .find(|info| info.name == check.info.name)
+            .expect("listed above");
+        assert_eq!(
+            tool.input_schema, check.info.input_schema,
+            "{}: the check's schema is the tool's",
+            tool.name
+        );
+        check.run();
     }
 }
 

@@ -426,6 +426,10 @@ impl AgentRunArgs {
             }
             args.work_dir = Some(dir);
         }
+        let mut named = std::collections::BTreeSet::new();
+        if let Some(tool) = args.weir_tools.iter().find(|tool| !named.insert(*tool)) {
+            return Err(invalid(format!("weir_tools names {tool} twice")));
+        }
         if !args.weir_tools.is_empty() && args.cli != "claude" {
             return Err(invalid(format!(
                 "weir_tools: only claude can be offered weir's tools (in-process MCP servers are Claude Code's), not {}",
@@ -699,6 +703,54 @@ mod tests {
         // A prompt that reads like a flag is just text.
         assert!(
             AgentRunArgs::parse(json!({"cli": "codex", "prompt": "--version"}), roots()).is_ok()
+        );
+    }
+
+    /// Every tool's schema and parser agree (the check every pack runs).
+    #[test]
+    fn every_tool_s_schema_and_parser_agree() {
+        use weir_runtime::Pack;
+        use weir_runtime::tool_contract::{ToolCheck, check_pack, fields_of};
+
+        let pack = crate::CritiquePack::new(crate::CritiqueConfig::default()).unwrap();
+        let tools = pack.tools();
+        let info = |name: &str| {
+            let found = tools.iter().map(|tool| tool.info());
+            found.into_iter().find(|info| info.name == name).unwrap()
+        };
+        let page = "a page of a report, not a run: paging_by_context_id_or_cursor";
+        check_pack(
+            &pack,
+            vec![
+                ToolCheck::new(info("roast"), |arguments| {
+                    parse(arguments, &defaults()).map(drop)
+                })
+                .fields(fields_of::<RoastArgs>())
+                // A run needs content or a target.
+                .base(json!({"content": "x"}))
+                .except(
+                    "brief",
+                    "each preset needs its own input: the_schema_matches_the_parser",
+                )
+                .sample("target", json!("file.rs"))
+                .sample("models", json!({"claude": "sonnet"}))
+                .except(
+                    "context_id",
+                    "with resume: true only: bad_calls_say_what_to_do",
+                )
+                .except("resume", "with a context_id only: bad_calls_say_what_to_do")
+                .except("offset", page)
+                .except("cursor", page),
+                ToolCheck::new(info("agent_run"), |arguments| {
+                    AgentRunArgs::parse(arguments, roots()).map(drop)
+                })
+                .fields(fields_of::<AgentRunArgs>())
+                .sample("model", json!("sonnet"))
+                .sample("cwd", json!("inside")),
+                ToolCheck::new(info("critique_status"), |arguments| {
+                    crate::status::no_arguments(&arguments)
+                }),
+            ],
         );
     }
 }

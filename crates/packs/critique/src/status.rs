@@ -6,10 +6,19 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_core::{Completed, Content, RunError};
-use weir_runtime::{RunContext, Tool, ToolInfo};
+use weir_runtime::{RunContext, Tool, ToolInfo, kit};
 
 use crate::Shared;
-use crate::args::{self, KNOWN_CLIS};
+use crate::args::KNOWN_CLIS;
+
+/// `critique_status`'s parser: an empty object.
+pub(crate) fn no_arguments(arguments: &Value) -> Result<(), RunError> {
+    if kit::object_args(arguments)?.is_empty() {
+        Ok(())
+    } else {
+        Err(kit::invalid("critique_status takes no arguments"))
+    }
+}
 
 /// `critique_status`.
 pub(crate) struct CritiqueStatus(pub(crate) Arc<Shared>);
@@ -42,12 +51,7 @@ impl Tool for CritiqueStatus {
     }
 
     async fn run(&self, _ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
-        if arguments
-            .as_object()
-            .is_some_and(|fields| !fields.is_empty())
-        {
-            return Err(args::invalid("critique_status takes no arguments"));
-        }
+        no_arguments(&arguments)?;
         let shared = &self.0;
         let now = shared.now_ms();
         let agents: Vec<Value> = KNOWN_CLIS

@@ -239,7 +239,46 @@ pub(crate) fn validate_schema() -> Value {
 
 #[cfg(test)]
 mod tests {
+    use weir_runtime::tool_contract::{ToolCheck, check_pack, fields_of};
+    use weir_runtime::{Pack, Roots};
+
     use super::*;
+    use crate::{LlmsTxtConfig, LlmsTxtPack};
+
+    /// Every tool's schema and parser agree (the check every pack runs).
+    #[test]
+    fn every_tool_s_schema_and_parser_agree() {
+        let roots = Roots::new([std::env::temp_dir()]).unwrap();
+        let pack = LlmsTxtPack::new(LlmsTxtConfig::new(roots)).unwrap();
+        let tools = pack.tools();
+        let info = |name: &str| {
+            let found = tools.iter().map(|tool| tool.info());
+            found.into_iter().find(|info| info.name == name).unwrap()
+        };
+        check_pack(
+            &pack,
+            vec![
+                ToolCheck::new(info("llmstxt_generate"), |arguments| {
+                    generate(arguments).map(drop)
+                })
+                .fields(fields_of::<GenerateArgs>())
+                // overwrite: true needs write: true.
+                .base(json!({"source": ".", "write": true})),
+                ToolCheck::new(info("llmstxt_validate"), |arguments| {
+                    validate(arguments).map(drop)
+                })
+                .fields(fields_of::<ValidateArgs>())
+                .base(json!({"text": "# Name"}))
+                .except("path", "instead of text, never beside it: checked below"),
+                // The same with path instead of text.
+                ToolCheck::new(info("llmstxt_validate"), |arguments| {
+                    validate(arguments).map(drop)
+                })
+                .base(json!({"path": "llms.txt"}))
+                .except("text", "instead of path, never beside it: checked above"),
+            ],
+        );
+    }
 
     #[test]
     fn generate_arguments_are_checked_with_their_bounds() {

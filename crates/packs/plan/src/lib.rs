@@ -204,12 +204,9 @@ impl Tool for PlanRun {
             .as_ref()
             .map(|remote| remote.servers().into_iter().collect())
             .unwrap_or_default();
-        let checked = Plan::read(&arguments["plan"])
-            .and_then(|plan| plan.check(&tools, &servers))
-            .map_err(|error| {
-                RunError::new(FailureCode::InvalidArguments, error.to_string())
-                    .with_remediation("fix the plan and run it again; nothing of it ran")
-            })?;
+        let checked = read_arguments(&arguments)?
+            .check(&tools, &servers)
+            .map_err(refused)?;
         run::run(&ctx, self.remote.as_ref(), checked).await
     }
 
@@ -228,6 +225,19 @@ impl Tool for PlanRun {
 
 /// The tool's name.
 const NAME: &str = "plan_run";
+
+/// `plan_run`'s parser: the plan its arguments hold, read (checked
+/// against this node's tools when it runs).
+fn read_arguments(arguments: &Value) -> Result<Plan, RunError> {
+    weir_runtime::kit::object_args(arguments)?;
+    Plan::read(&arguments["plan"]).map_err(refused)
+}
+
+/// A plan that cannot run, refused before any of its steps.
+fn refused(error: PlanError) -> RunError {
+    weir_runtime::kit::invalid(error.to_string())
+        .with_remediation("fix the plan and run it again; nothing of it ran")
+}
 
 /// A plan with its secrets redacted (see `PlanRun::redact`); `depth` is
 /// how deep it is nested in the plan being stored.
@@ -262,4 +272,28 @@ fn redact_plan(plan: &Value, tools: &dyn Redactor, depth: usize) -> Value {
         };
     }
     serde_json::to_value(read).unwrap_or_else(|_| Value::String("[not stored]".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use weir_runtime::tool_contract::{ToolCheck, check_pack};
+
+    use super::*;
+
+    /// The tool's schema and parser agree (the check every pack runs), for
+    /// a plan as an object and as YAML text.
+    #[test]
+    fn every_tool_s_schema_and_parser_agree() {
+        let tool = PlanRun { remote: None };
+        let parse = |arguments: Value| read_arguments(&arguments).map(drop);
+        check_pack(
+            &PlanPack::new(None),
+            vec![
+                ToolCheck::new(tool.info(), parse)
+                    .sample("plan", json!({"steps": [{"id": "a", "tool": "echo"}]})),
+                ToolCheck::new(tool.info(), parse)
+                    .sample("plan", json!("steps: [{id: a, tool: echo}]")),
+            ],
+        );
+    }
 }
