@@ -401,8 +401,23 @@ fn connection_lost(error: &ClientError) -> bool {
         | ClientError::Unreachable { .. }
         | ClientError::StreamLost { .. }
         | ClientError::Spawn { .. } => true,
-        // An HTTP session the server no longer knows.
-        ClientError::Http { status, .. } => *status == 404,
+        ClientError::Http { .. } => session_lost(error),
+        _ => false,
+    }
+}
+
+/// Whether an HTTP upstream no longer knows weir's session (it restarted,
+/// or ended the session): 404 as the protocol says, or the 400 "No valid
+/// session ID provided" of the TypeScript SDK's servers. The request was
+/// not run then, so it may be sent again on a new session.
+fn session_lost(error: &ClientError) -> bool {
+    match error {
+        ClientError::Http { status: 404, .. } => true,
+        ClientError::Http {
+            status: 400,
+            message,
+            ..
+        } => message.to_ascii_lowercase().contains("session"),
         _ => false,
     }
 }
@@ -483,33 +498,44 @@ impl ClientCaller {
         timeout: Option<Duration>,
         events: mpsc::Sender<EventKind>,
     ) -> Result<Completed, RunError> {
-        let client = self.client(server).await?;
-        let mut call = client.call_stream(
-            tool,
-            arguments,
-            CallOptions {
-                timeout,
-                ..CallOptions::default()
-            },
-        );
-        loop {
-            let event = call
-                .next()
-                .await
-                .unwrap_or(CallEvent::Error(ClientError::Closed));
-            let forwarded = match event {
-                CallEvent::Error(error) => {
-                    self.forget(server, &client, &error).await;
-                    return Err(call_failed(server, tool, timeout, &error));
-                }
-                CallEvent::Result(result) => return ended(server, tool, result),
-                other => match reported(other) {
-                    Some(kind) => kind,
-                    None => continue,
+        // A session the upstream lost is made again once, and the call,
+        // which the upstream refused unrun, sent on it.
+        let mut retried = false;
+        'session: loop {
+            let client = self.client(server).await?;
+            let mut call = client.call_stream(
+                tool,
+                arguments.clone(),
+                CallOptions {
+                    timeout,
+                    ..CallOptions::default()
                 },
-            };
-            // A receiver that is gone does not stop the call.
-            let _ = events.send(forwarded).await;
+            );
+            let mut reported_any = false;
+            loop {
+                let event = call
+                    .next()
+                    .await
+                    .unwrap_or(CallEvent::Error(ClientError::Closed));
+                let forwarded = match event {
+                    CallEvent::Error(error) => {
+                        self.forget(server, &client, &error).await;
+                        if !retried && !reported_any && session_lost(&error) {
+                            retried = true;
+                            continue 'session;
+                        }
+                        return Err(call_failed(server, tool, timeout, &error));
+                    }
+                    CallEvent::Result(result) => return ended(server, tool, result),
+                    other => match reported(other) {
+                        Some(kind) => kind,
+                        None => continue,
+                    },
+                };
+                reported_any = true;
+                // A receiver that is gone does not stop the call.
+                let _ = events.send(forwarded).await;
+            }
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Upstreams beyond `weir wrap`'s one stdio server (issue 26), through the
 //! real binary: an HTTP upstream declared by URL (`weir serve --upstream
 //! NAME=URL`), the FastMCP server of tests/wrap in its Streamable HTTP
-//! mode — progress, result, a cancel its process sees, and the session
-//! made again after the server was restarted.
+//! mode (progress, result, a cancel its process sees, a restart), and the
+//! reference server's (a 2025-11-25 session server: the session it lost
+//! in a restart made again, the call that found it lost sent again).
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -98,7 +99,7 @@ fn await_recorded(log: &Path, kind: &str) -> Vec<Value> {
 }
 
 #[test]
-fn an_http_upstream_declared_by_url_streams_cancels_and_is_reconnected_after_a_restart() {
+fn an_http_upstream_declared_by_url_streams_cancels_and_serves_on_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("upstream.jsonl");
     let port = free_port();
@@ -173,8 +174,9 @@ fn an_http_upstream_declared_by_url_streams_cancels_and_is_reconnected_after_a_r
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(terminal(&weir.events(&run_id)), ["canceled"]);
 
-    // The server restarts (a new process, which knows no session of the
-    // old one): weir's next call reaches it.
+    // The server restarts (a new process): weir's next call reaches it.
+    // (No session was lost here: `restarts` stays 0. The session case is
+    // the next test's.)
     let before = server.pid();
     drop(server);
     let server = FastMcpHttp::start(port, &log);
@@ -193,9 +195,112 @@ fn an_http_upstream_declared_by_url_streams_cancels_and_is_reconnected_after_a_r
     assert_eq!(starts[2], u64::from(server.pid()), "{starts:?}");
     assert_ne!(starts[2], u64::from(before));
     let health = upstream_status(&mut weir, "slow");
+    eprintln!("the HTTP upstream after its restart: {health}");
     assert_eq!(
         (health["transport"].clone(), health["state"].clone()),
         (json!("http"), json!("up")),
         "{health}"
+    );
+}
+
+/// The reference server (`@modelcontextprotocol/server-everything`, pinned
+/// in tests/third_party) in its Streamable HTTP mode on `port`: a 2025-11-25
+/// session server, which forgets its sessions when it restarts.
+struct EverythingHttp {
+    child: Child,
+}
+
+impl EverythingHttp {
+    fn start(port: u16) -> EverythingHttp {
+        let entry = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../../tests/third_party/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        );
+        assert!(
+            entry.exists(),
+            "{} is missing: `npm ci` in tests/third_party",
+            entry.display()
+        );
+        let child = Command::new("node")
+            .arg(entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let until = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < until,
+                "server-everything never listened on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        EverythingHttp { child }
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_session_http_upstream_that_restarted_is_reconnected_by_the_next_call() {
+    let port = free_port();
+    let server = EverythingHttp::start(port);
+    let declared = format!("everything=http://127.0.0.1:{port}/mcp");
+    let mut weir = Peer::start(
+        WEIR,
+        &[
+            "serve",
+            "--stdio",
+            "--memory",
+            "--no-exec",
+            "--upstream",
+            &declared,
+        ],
+    );
+    let echo = |weir: &mut Peer, text: &str| {
+        let id = weir.call("everything__echo", json!({"message": text}));
+        weir.reply(id, Duration::from_secs(30)).1
+    };
+    let answer = echo(&mut weir, "before");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "Echo: before",
+        "{answer}"
+    );
+    // Long-running operation: its progress, then its result.
+    let id = weir.call(
+        "everything__trigger-long-running-operation",
+        json!({"duration": 2, "steps": 4}),
+    );
+    let (notes, answer) = weir.reply(id, Duration::from_secs(30));
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Long running operation completed"),
+        "{answer}"
+    );
+    let theirs: Vec<f64> = progress(&notes)
+        .iter()
+        .filter(|(_, total, _)| *total == Some(4.0))
+        .map(|(progress, _, _)| *progress)
+        .collect();
+    assert_eq!(theirs, [1.0, 2.0, 3.0, 4.0], "{notes:#?}");
+
+    // A new process on the same port knows no session of the old one.
+    drop(server);
+    let _server = EverythingHttp::start(port);
+    let answer = echo(&mut weir, "after");
+    let health = upstream_status(&mut weir, "everything");
+    eprintln!("the session upstream after its restart: {answer}\n{health}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "Echo: after",
+        "{answer}\n{health}"
     );
 }
