@@ -112,6 +112,15 @@ impl RunContext {
         &self.shared.run_id
     }
 
+    /// Who started the run, as its summary keeps it
+    /// ([`RunSummary::owner`](crate::log::RunSummary::owner): the name of
+    /// the credential its caller presented; a child run's parent's);
+    /// `None` without credentials, or when the log cannot say.
+    pub async fn owner(&self) -> Option<String> {
+        let run = self.shared.log.get_run(&self.shared.run_id).await;
+        run.ok().flatten()?.owner
+    }
+
     /// Adds an event (`meta`, `progress`, `log`, `partial`, `artifact`,
     /// `warning`) to the log. Returns once the writer has it, waiting only
     /// when the run's bounded buffer is full; [`RunContext::flush`] waits
