@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use weir_core::{Completed, RunError};
 use weir_runtime::{Hints, RunContext, Tool, ToolInfo};
 
-use super::{answer, completed, open_repo, open_store, page_of, string};
+use super::args::{self, ExploreArgs, PrepareChangeArgs, UnderstandArgs};
+use super::{answer, completed, open_repo, open_store, page_of};
 use crate::Shared;
 use crate::query::compound::{explore, prepare_change, understand};
 use crate::schemas;
@@ -51,9 +52,10 @@ impl Tool for Explore {
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
-        let path = string(&args, "path")?.to_owned();
-        let (root, db) = open_repo(&ctx, &self.0, &args).await?;
-        let (page, warning) = page_of(&self.0, &args, &db)?;
+        let args: ExploreArgs = args::parse(args)?;
+        let path = args.path;
+        let (root, db) = open_repo(&ctx, &self.0, &args.repo).await?;
+        let (page, warning) = page_of(&self.0, args.page_size, args.cursor.as_deref(), &db)?;
         let summary = answer(&ctx, &self.0, page, warning, move |sink| {
             explore(&open_store(&db)?, &root, &path, sink)
         })
@@ -95,9 +97,10 @@ impl Tool for Understand {
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
-        let symbol = string(&args, "symbol")?.trim().to_owned();
-        let (root, db) = open_repo(&ctx, &self.0, &args).await?;
-        let (page, warning) = page_of(&self.0, &args, &db)?;
+        let args: UnderstandArgs = args::parse(args)?;
+        let symbol = args.symbol.trim().to_owned();
+        let (root, db) = open_repo(&ctx, &self.0, &args.repo).await?;
+        let (page, warning) = page_of(&self.0, args.page_size, args.cursor.as_deref(), &db)?;
         let summary = answer(&ctx, &self.0, page, warning, move |sink| {
             understand(&open_store(&db)?, &root, &symbol, sink)
         })
@@ -149,10 +152,11 @@ impl Tool for PrepareChange {
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
-        let symbol = string(&args, "symbol")?.trim().to_owned();
-        let depth = args["depth"].as_u64().unwrap_or(3).clamp(1, 5) as usize;
-        let (root, db) = open_repo(&ctx, &self.0, &args).await?;
-        let (page, warning) = page_of(&self.0, &args, &db)?;
+        let args: PrepareChangeArgs = args::parse(args)?;
+        let symbol = args.symbol.trim().to_owned();
+        let depth = args.depth.unwrap_or(3).clamp(1, 5) as usize;
+        let (root, db) = open_repo(&ctx, &self.0, &args.repo).await?;
+        let (page, warning) = page_of(&self.0, args.page_size, args.cursor.as_deref(), &db)?;
         let summary = answer(&ctx, &self.0, page, warning, move |sink| {
             prepare_change(&open_store(&db)?, &root, &symbol, depth, sink)
         })

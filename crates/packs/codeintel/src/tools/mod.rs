@@ -1,6 +1,7 @@
 //! The tools: arguments in, a streamed answer and a summary out. The
 //! compound ones are in `compound.rs`.
 
+mod args;
 mod compound;
 
 pub(crate) use compound::{Explore, PrepareChange, Understand};
@@ -20,19 +21,12 @@ use crate::Shared;
 use crate::answer::{self, CancelOnDrop, Heartbeat, Page, Streamed, listing, parse_cursor};
 use crate::indexer::{IndexError, IndexOptions, IndexProgress, IndexReport, index_repository};
 use crate::query::IndexState;
-use crate::query::architecture::{Granularity, get_architecture};
+use crate::query::architecture::get_architecture;
 use crate::query::references::{ReferencesQuery, find_references};
 use crate::query::symbols::{SymbolsQuery, search_symbols};
 use crate::repo;
 use crate::schemas;
 use crate::store::Store;
-
-fn string<'a>(args: &'a Value, name: &str) -> Result<&'a str, RunError> {
-    args[name]
-        .as_str()
-        .filter(|s| !s.trim().is_empty())
-        .ok_or_else(|| invalid(format!("`{name}` must be a non-empty string")))
-}
 
 /// The final result: a headline and the summary as JSON text, and the
 /// summary as the structured result.
@@ -121,9 +115,9 @@ async fn index(
 async fn open_repo(
     ctx: &RunContext,
     shared: &Shared,
-    args: &Value,
+    repo: &str,
 ) -> Result<(PathBuf, PathBuf), RunError> {
-    let root = repo::resolve(&shared.config, string(args, "repo")?)?;
+    let root = repo::resolve(&shared.config, repo)?;
     let db = repo::index_file(&shared.config.index_dir, &root);
     if !db.exists() {
         index(ctx, shared, &root, false).await?;
@@ -135,19 +129,25 @@ fn open_store(db: &Path) -> Result<Store, RunError> {
     Store::open_read(db).map_err(|e| RunError::new(FailureCode::ToolError, e.to_string()))
 }
 
-/// The page a query call streams: from its cursor, of the configured size.
-fn page_of(shared: &Shared, args: &Value, db: &Path) -> Result<(Page, Option<String>), RunError> {
+/// The page a query call streams: from its `cursor`, of the configured
+/// size or `page_size`.
+fn page_of(
+    shared: &Shared,
+    page_size: Option<u64>,
+    cursor: Option<&str>,
+    db: &Path,
+) -> Result<(Page, Option<String>), RunError> {
     let mut page = Page {
         offset: 0,
         max_items: shared.config.page_items,
         max_bytes: shared.config.page_bytes,
         budget_bytes: None,
     };
-    if let Some(size) = args.get("page_size").and_then(Value::as_u64) {
+    if let Some(size) = page_size {
         page.max_items = size.clamp(1, shared.config.page_items);
     }
     let mut warning = None;
-    if let Some(cursor) = args.get("cursor").and_then(Value::as_str) {
+    if let Some(cursor) = cursor {
         let state = IndexState::of(&open_store(db)?).state_id;
         let (offset, moved) = parse_cursor(cursor, &state)?;
         page.offset = offset;
@@ -161,17 +161,18 @@ fn page_of(shared: &Shared, args: &Value, db: &Path) -> Result<(Page, Option<Str
     Ok((page, warning))
 }
 
-/// The page of a list tool: as [`page_of`] (which reads `page_size`), and
-/// within the server's token budget in the final result; `items_arg`
-/// (`limit`) asks for fewer items too.
+/// The page of a list tool: as [`page_of`], and within the server's token
+/// budget in the final result; `items` (its `limit`) asks for fewer items
+/// too.
 fn list_page_of(
     shared: &Shared,
-    args: &Value,
+    page_size: Option<u64>,
+    cursor: Option<&str>,
+    items: Option<u64>,
     db: &Path,
-    items_arg: &str,
 ) -> Result<(Page, Option<String>), RunError> {
-    let (mut page, warning) = page_of(shared, args, db)?;
-    if let Some(items) = args.get(items_arg).and_then(Value::as_u64) {
+    let (mut page, warning) = page_of(shared, page_size, cursor, db)?;
+    if let Some(items) = items {
         page.max_items = items.clamp(1, shared.config.page_items);
     }
     page.budget_bytes = Some(shared.config.result_tokens.saturating_mul(4));
@@ -274,8 +275,9 @@ impl Tool for IndexRepo {
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
-        let root = repo::resolve(&self.0.config, string(&args, "path")?)?;
-        let force = args["force"].as_bool().unwrap_or(false);
+        let args: args::IndexArgs = args::parse(args)?;
+        let root = repo::resolve(&self.0.config, &args.path)?;
+        let force = args.force;
         let db = repo::index_file(&self.0.config.index_dir, &root);
         let mut backends = vec!["tags".to_owned()];
         if root.join(crate::scip::FILE_NAME).is_file() {
@@ -377,14 +379,16 @@ impl Tool for SearchSymbols {
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let args: args::SymbolsArgs = args::parse(args)?;
         let query = SymbolsQuery {
-            query: string(&args, "query")?.to_owned(),
-            kind: args["kind"].as_str().map(str::to_owned),
-            limit: args["limit"].as_u64().unwrap_or(50).clamp(1, 1000),
+            query: args.query,
+            kind: args.kind,
+            limit: args.limit.unwrap_or(50).clamp(1, 1000),
         };
         let limit = query.limit;
-        let (_, db) = open_repo(&ctx, &self.0, &args).await?;
-        let (page, warning) = list_page_of(&self.0, &args, &db, "page_size")?;
+        let (_, db) = open_repo(&ctx, &self.0, &args.repo).await?;
+        let cursor = args.cursor.as_deref();
+        let (page, warning) = list_page_of(&self.0, args.page_size, cursor, args.page_size, &db)?;
         let Streamed {
             summary, listed, ..
         } = stream_answer(&ctx, &self.0, page, warning, move |sink| {
@@ -441,13 +445,15 @@ impl Tool for FindReferences {
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
+        let args: args::ReferencesArgs = args::parse(args)?;
         let query = ReferencesQuery {
-            symbol: string(&args, "symbol")?.trim().to_owned(),
-            include_tests: args["include_tests"].as_bool().unwrap_or(true),
-            text: args["text"].as_bool().unwrap_or(true),
+            symbol: args.symbol.trim().to_owned(),
+            include_tests: args.include_tests.unwrap_or(true),
+            text: args.text.unwrap_or(true),
         };
-        let (root, db) = open_repo(&ctx, &self.0, &args).await?;
-        let (page, warning) = list_page_of(&self.0, &args, &db, "limit")?;
+        let (root, db) = open_repo(&ctx, &self.0, &args.repo).await?;
+        let cursor = args.cursor.as_deref();
+        let (page, warning) = list_page_of(&self.0, args.page_size, cursor, args.limit, &db)?;
         let Streamed {
             mut summary,
             listed,
@@ -505,20 +511,11 @@ impl Tool for GetArchitecture {
     }
 
     async fn run(&self, ctx: RunContext, args: Value) -> Result<Completed, RunError> {
-        let depth = args["depth"].as_u64().unwrap_or(2).clamp(1, 10) as usize;
-        let granularity = match args["granularity"].as_str().unwrap_or("module") {
-            "package" | "crate" => Granularity::Package,
-            "module" => Granularity::Module { depth },
-            "directory" => Granularity::Directory,
-            "file" => Granularity::File,
-            other => {
-                return Err(invalid(format!(
-                    "unknown granularity {other:?}: use package, module, directory or file"
-                )));
-            }
-        };
-        let (_, db) = open_repo(&ctx, &self.0, &args).await?;
-        let (page, warning) = list_page_of(&self.0, &args, &db, "limit")?;
+        let args: args::ArchitectureArgs = args::parse(args)?;
+        let granularity = args.granularity()?;
+        let (_, db) = open_repo(&ctx, &self.0, &args.repo).await?;
+        let cursor = args.cursor.as_deref();
+        let (page, warning) = list_page_of(&self.0, None, cursor, args.limit, &db)?;
         let Streamed {
             summary, listed, ..
         } = stream_answer(&ctx, &self.0, page, warning, move |sink| {
