@@ -132,6 +132,62 @@ pub struct AgentResult {
     pub session_id: Option<String>,
 }
 
+/// How a session ended: its events folded as [`AgentSession::next`]
+/// passed them on, returned by [`AgentSession::finish`]. The callers judge
+/// it (a roast, `agent_run` and `weir agent` each have their own verdict);
+/// the fold is the same for all.
+///
+/// [`AgentSession::next`]: crate::AgentSession::next
+/// [`AgentSession::finish`]: crate::AgentSession::finish
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ending {
+    /// All the text typed ([`AgentEvent::TextDelta`]), in order.
+    pub text: String,
+    /// The last complete assistant message ([`AgentEvent::Message`]).
+    pub last_message: Option<String>,
+    /// The last turn's end ([`AgentEvent::Result`]), if one came.
+    pub result: Option<AgentResult>,
+    /// Every [`AgentEvent::Error`]'s message.
+    pub errors: Vec<String>,
+    /// How the process ended ([`AgentEvent::Exited`]), once it has.
+    pub exit: Option<Exit>,
+}
+
+/// How the process ended: [`AgentEvent::Exited`]'s fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Exit {
+    /// Its exit code, if it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
+    /// The end of what it wrote to stderr (at most 4 KiB).
+    pub stderr_tail: String,
+}
+
+impl Ending {
+    /// Adds `event` to the fold.
+    pub(crate) fn observe(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::TextDelta { text } => self.text.push_str(text),
+            AgentEvent::Message { text } => self.last_message = Some(text.clone()),
+            AgentEvent::Result(result) => self.result = Some(result.clone()),
+            AgentEvent::Error { message } => self.errors.push(message.clone()),
+            AgentEvent::Exited {
+                code,
+                signal,
+                stderr_tail,
+            } => {
+                self.exit = Some(Exit {
+                    code: *code,
+                    signal: *signal,
+                    stderr_tail: stderr_tail.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Token counts of a turn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
@@ -188,7 +244,49 @@ pub(crate) fn plain_text(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::plain_text;
+    use super::{AgentEvent, AgentResult, Ending, Exit, plain_text};
+
+    #[test]
+    fn an_ending_folds_the_events() {
+        let mut ending = Ending::default();
+        let events = [
+            AgentEvent::TextDelta { text: "he".into() },
+            AgentEvent::Message {
+                text: "first".into(),
+            },
+            AgentEvent::TextDelta { text: "llo".into() },
+            AgentEvent::Error {
+                message: "rate limited".into(),
+            },
+            AgentEvent::Message {
+                text: "second".into(),
+            },
+            AgentEvent::Result(AgentResult {
+                is_error: true,
+                ..AgentResult::default()
+            }),
+            AgentEvent::Exited {
+                code: Some(1),
+                signal: None,
+                stderr_tail: "boom".into(),
+            },
+        ];
+        for event in &events {
+            ending.observe(event);
+        }
+        assert_eq!(ending.text, "hello");
+        assert_eq!(ending.last_message.as_deref(), Some("second"));
+        assert_eq!(ending.errors, ["rate limited"]);
+        assert!(ending.result.is_some_and(|result| result.is_error));
+        assert_eq!(
+            ending.exit,
+            Some(Exit {
+                code: Some(1),
+                signal: None,
+                stderr_tail: "boom".into()
+            })
+        );
+    }
 
     #[test]
     fn escapes_are_stripped_and_text_kept() {

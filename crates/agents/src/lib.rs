@@ -87,7 +87,7 @@ pub use argv::check_name;
 pub use callbacks::{Hook, HookCall, HookCallback, SdkMcpServer};
 pub use command::{Mode, base_command};
 pub use error::AgentError;
-pub use event::{AgentEvent, AgentResult, Usage};
+pub use event::{AgentEvent, AgentResult, Ending, Exit, Usage};
 pub use group::ProcessGroup;
 pub use options::{
     AgentOptions, CliKind, Decision, HomeMode, LineParser, PermissionPolicy, PrivateHome,

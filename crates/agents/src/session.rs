@@ -15,8 +15,8 @@ use crate::command::{self, Mode};
 use crate::control::{self, Incoming};
 use crate::parse::Parser;
 use crate::{
-    AgentError, AgentEvent, AgentOptions, Decision, HomeMode, Hook, PermissionPolicy, PrivateHome,
-    ProcessGroup, SdkMcpServer,
+    AgentError, AgentEvent, AgentOptions, Decision, Ending, HomeMode, Hook, PermissionPolicy,
+    PrivateHome, ProcessGroup, SdkMcpServer,
 };
 
 /// How long a terminated group has to exit before SIGKILL.
@@ -38,6 +38,8 @@ pub struct AgentSession {
     commands: mpsc::UnboundedSender<Command>,
     mode: Mode,
     pgid: i32,
+    /// The events passed on so far, folded.
+    ending: Ending,
 }
 
 #[derive(Debug)]
@@ -164,6 +166,7 @@ pub async fn start(options: AgentOptions) -> Result<AgentSession, AgentError> {
         commands,
         mode,
         pgid,
+        ending: Ending::default(),
     })
 }
 
@@ -191,7 +194,17 @@ impl AgentSession {
     /// The next event, or `None` once the session has ended (after
     /// [`AgentEvent::Exited`]). Cancel-safe: a dropped call loses nothing.
     pub async fn next(&mut self) -> Option<AgentEvent> {
-        self.events.recv().await
+        let event = self.events.recv().await?;
+        self.ending.observe(&event);
+        Some(event)
+    }
+
+    /// How the session ended: reads (and drops) the events not read yet,
+    /// to the last, and returns them all folded with those
+    /// [`next`](Self::next) passed on.
+    pub async fn finish(mut self) -> Ending {
+        while self.next().await.is_some() {}
+        std::mem::take(&mut self.ending)
     }
 
     /// How the session talks to its CLI.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::signal::unix::{SignalKind, signal};
-use weir_agents::{AgentError, AgentEvent, AgentOptions, AgentResult, CliKind, Transport};
+use weir_agents::{AgentError, AgentEvent, AgentOptions, AgentResult, CliKind, Exit, Transport};
 
 use crate::cli::{AgentArgs, AgentCli, OutputFormat};
 use crate::exit::Outcome;
@@ -63,19 +63,9 @@ pub(crate) async fn run(args: AgentArgs) -> anyhow::Result<Outcome> {
         at_line_start: true,
     };
     let mut interrupted = false;
-    let mut result: Option<AgentResult> = None;
-    let mut exit: Option<(Option<i32>, Option<i32>, String)> = None;
     loop {
         tokio::select! {
             event = session.next() => match event {
-                Some(AgentEvent::Result(last)) => {
-                    show.event(&AgentEvent::Result(last.clone()))?;
-                    result = Some(last);
-                }
-                Some(AgentEvent::Exited { code, signal, stderr_tail }) => {
-                    show.event(&AgentEvent::Exited { code, signal, stderr_tail: stderr_tail.clone() })?;
-                    exit = Some((code, signal, stderr_tail));
-                }
                 Some(event) => show.event(&event)?,
                 None => break,
             },
@@ -93,14 +83,20 @@ pub(crate) async fn run(args: AgentArgs) -> anyhow::Result<Outcome> {
         }
     }
     show.end_line();
-    Ok(outcome(&name, result.as_ref(), exit, interrupted))
+    let ending = session.finish().await;
+    Ok(outcome(
+        &name,
+        ending.result.as_ref(),
+        ending.exit,
+        interrupted,
+    ))
 }
 
 /// How the command ends: the agent's result decides, else its exit.
 fn outcome(
     name: &str,
     result: Option<&AgentResult>,
-    exit: Option<(Option<i32>, Option<i32>, String)>,
+    exit: Option<Exit>,
     interrupted: bool,
 ) -> Outcome {
     if interrupted {
@@ -118,7 +114,11 @@ fn outcome(
         }
         None => {}
     }
-    let (code, signal, stderr) = exit.unwrap_or_default();
+    let Exit {
+        code,
+        signal,
+        stderr_tail: stderr,
+    } = exit.unwrap_or_default();
     let how = match (code, signal) {
         (Some(code), _) => format!("exited with code {code}"),
         (None, Some(signal)) => format!("was killed by signal {signal}"),

@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use weir_agents::{
-    AgentEvent, AgentOptions, AgentResult, CliKind, Decision, ToolPermission, Transport,
-};
+use weir_agents::{AgentEvent, AgentOptions, CliKind, Decision, Ending, ToolPermission, Transport};
 use weir_core::{Completed, Content, FailureCode, Meta, Milestone, Partial, RunError};
 use weir_runtime::{RunContext, Tool, ToolInfo};
 
@@ -138,44 +136,30 @@ impl Tool for AgentRun {
         ctx.milestone(Milestone::new("running").message(format!("{} spawned", call.cli)))
             .await?;
 
-        let mut streamed = String::new();
-        let mut last_message: Option<String> = None;
-        let mut result: Option<AgentResult> = None;
-        let mut errors: Vec<String> = Vec::new();
-        let mut exit_code: Option<i32> = None;
-        let mut stderr = String::new();
         while let Some(event) = session.next().await {
             let partial = match &event {
-                AgentEvent::TextDelta { text } => {
-                    streamed.push_str(text);
-                    Partial {
-                        content: vec![Content::text(text.clone())],
-                        group: Some("text".into()),
-                        ..Partial::default()
-                    }
-                }
-                other => {
-                    match other {
-                        AgentEvent::Message { text } => last_message = Some(text.clone()),
-                        AgentEvent::Result(end) => result = Some(end.clone()),
-                        AgentEvent::Error { message } => errors.push(message.clone()),
-                        AgentEvent::Exited {
-                            code, stderr_tail, ..
-                        } => {
-                            exit_code = *code;
-                            stderr = stderr_tail.clone();
-                        }
-                        _ => {}
-                    }
-                    Partial {
-                        items: vec![serde_json::to_value(other).unwrap_or(Value::Null)],
-                        group: Some("events".into()),
-                        ..Partial::default()
-                    }
-                }
+                AgentEvent::TextDelta { text } => Partial {
+                    content: vec![Content::text(text.clone())],
+                    group: Some("text".into()),
+                    ..Partial::default()
+                },
+                other => Partial {
+                    items: vec![serde_json::to_value(other).unwrap_or(Value::Null)],
+                    group: Some("events".into()),
+                    ..Partial::default()
+                },
             };
             ctx.emit(partial).await?;
         }
+        let Ending {
+            text: streamed,
+            last_message,
+            result,
+            errors,
+            exit,
+        } = session.finish().await;
+        let exit_code = exit.as_ref().and_then(|exit| exit.code);
+        let stderr = exit.map(|exit| exit.stderr_tail).unwrap_or_default();
         let is_error = result.as_ref().is_none_or(|result| result.is_error)
             || exit_code.is_some_and(|code| code != 0);
         let text = result

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use weir_agents::{AgentError, AgentEvent, AgentOptions, AgentResult, CliKind, Transport};
+use weir_agents::{
+    AgentError, AgentEvent, AgentOptions, AgentResult, CliKind, Ending, Exit, Transport,
+};
 use weir_core::{Admission, Completed, Content, FailureCode, Meta, Milestone, Partial, RunError};
 use weir_runtime::{RunContext, Tool, ToolInfo};
 
@@ -443,10 +445,6 @@ impl Agent<'_> {
             .step(ctx, "agents", format!("{cli} spawned"))
             .await?;
 
-        let mut text = String::new();
-        let mut result: Option<AgentResult> = None;
-        let mut errors: Vec<String> = Vec::new();
-        let mut exit: Option<(Option<i32>, Option<i32>, String)> = None;
         let mut first = true;
         while let Some(event) = session.next().await {
             match event {
@@ -463,15 +461,7 @@ impl Agent<'_> {
                         ..Partial::default()
                     })
                     .await?;
-                    text.push_str(&delta);
                 }
-                AgentEvent::Result(end) => result = Some(end),
-                AgentEvent::Error { message } => errors.push(message),
-                AgentEvent::Exited {
-                    code,
-                    signal,
-                    stderr_tail,
-                } => exit = Some((code, signal, stderr_tail)),
                 _ => {}
             }
         }
@@ -480,6 +470,13 @@ impl Agent<'_> {
                 .step(ctx, "agents", format!("{cli}: no output"))
                 .await?;
         }
+        let Ending {
+            mut text,
+            result,
+            errors,
+            exit,
+            ..
+        } = session.finish().await;
         if text.is_empty()
             && let Some(answer) = result.as_ref().and_then(|result| result.text.clone())
             && result.as_ref().is_some_and(|result| !result.is_error)
@@ -487,7 +484,7 @@ impl Agent<'_> {
             text = answer;
         }
         let timed_out = started.elapsed() >= shared.config.agent_timeout
-            && exit.as_ref().is_some_and(|(_, signal, _)| signal.is_some());
+            && exit.as_ref().is_some_and(|exit| exit.signal.is_some());
         let (status, error) = judge(result.as_ref(), &errors, exit.as_ref(), timed_out);
         self.finish(started, status, error, text, result).await
     }
@@ -561,7 +558,7 @@ impl Agent<'_> {
 fn judge(
     result: Option<&AgentResult>,
     errors: &[String],
-    exit: Option<&(Option<i32>, Option<i32>, String)>,
+    exit: Option<&Exit>,
     timed_out: bool,
 ) -> (Status, Option<String>) {
     if timed_out {
@@ -570,7 +567,7 @@ fn judge(
             Some("ran past the agent time limit and was killed".to_owned()),
         );
     }
-    let exited_ok = exit.is_some_and(|(code, _, _)| *code == Some(0));
+    let exited_ok = exit.is_some_and(|exit| exit.code == Some(0));
     match result {
         Some(result) if !result.is_error && exited_ok => (Status::Ok, None),
         Some(result) if !result.is_error && exit.is_none() => (Status::Ok, None),
@@ -589,7 +586,11 @@ fn judge(
             }
             reasons.extend(errors.iter().cloned());
             match exit {
-                Some((code, signal, stderr)) => {
+                Some(Exit {
+                    code,
+                    signal,
+                    stderr_tail: stderr,
+                }) => {
                     let how = match (code, signal) {
                         (Some(code), _) => format!("exited with code {code}"),
                         (None, Some(signal)) => format!("killed by signal {signal}"),
@@ -634,7 +635,12 @@ mod tests {
             text: Some("fine".into()),
             ..AgentResult::default()
         };
-        let exit = |code| Some((Some(code), None, String::new()));
+        let exit = |code| {
+            Some(Exit {
+                code: Some(code),
+                ..Exit::default()
+            })
+        };
         assert_eq!(
             judge(Some(&ok), &[], exit(0).as_ref(), false),
             (Status::Ok, None)
@@ -651,11 +657,11 @@ mod tests {
                 Some("API Error: 500 scripted; exited with code 1".into())
             )
         );
-        let crashed = Some((
-            Some(41),
-            None,
-            "noise\nInvalid auth method selected.".to_owned(),
-        ));
+        let crashed = Some(Exit {
+            code: Some(41),
+            signal: None,
+            stderr_tail: "noise\nInvalid auth method selected.".to_owned(),
+        });
         assert_eq!(
             judge(None, &[], crashed.as_ref(), false).1.as_deref(),
             Some("exited with code 41: noise | Invalid auth method selected.")
