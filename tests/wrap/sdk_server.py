@@ -1,7 +1,11 @@
 """A third-party MCP server written with the official Python SDK (`mcp` 1.x, its low-level
-`Server`), for weir's wrap tests (scripts/wrap-tests). One tool, `slow`: it sleeps
-`duration_s` seconds and reports progress every `interval_s` seconds (90 s and 10 s unless
-told), the long-running tool that hosts give up on.
+`Server`), for weir's wrap tests (scripts/wrap-tests, crates/weir/tests/it/wrap.rs). Its tool
+`slow` sleeps `duration_s` seconds and reports progress every `interval_s` seconds (90 s and
+10 s unless told), the long-running tool that hosts give up on. Its tool `add_tool` adds a
+tool `echo_N` (N counting from 1) and says so (`notifications/tools/list_changed`); `echo_N`
+answers with its name and its `text`. One resource (`notes://readme`), one resource template
+(`notes://note/{id}`) and one prompt (`greet {name}`), for the pass-through of resources
+and prompts.
 
 What the process itself sees goes to the file named by $WRAP_LOG, one JSON line per event
 (`start` with its pid, `progress`, `cancelled`, `done`), so a test can tell that a cancel
@@ -20,15 +24,71 @@ from mcp.server.stdio import stdio_server
 from wrapserver import SLOW_DESCRIPTION, SLOW_SCHEMA, record, slow
 
 server: Server = Server("weir-wrap-sdk-server")
+ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}
+added = 0  # how many echo_N tools add_tool has added
 
 
 @server.list_tools()
 async def list_tools() -> list[types.Tool]:
-    return [types.Tool(name="slow", description=SLOW_DESCRIPTION, inputSchema=SLOW_SCHEMA)]
+    tools = [
+        types.Tool(name="slow", description=SLOW_DESCRIPTION, inputSchema=SLOW_SCHEMA),
+        types.Tool(
+            name="add_tool",
+            description="Adds a tool echo_N and says the tool list changed.",
+            inputSchema={"type": "object"},
+        ),
+    ]
+    for n in range(1, added + 1):
+        tools.append(
+            types.Tool(name=f"echo_{n}", description="Answers with its name and text.", inputSchema=ECHO_SCHEMA)
+        )
+    return tools
+
+
+@server.list_resources()
+async def list_resources() -> list[types.Resource]:
+    return [types.Resource(uri="notes://readme", name="readme", mimeType="text/plain")]
+
+
+@server.list_resource_templates()
+async def list_resource_templates() -> list[types.ResourceTemplate]:
+    return [types.ResourceTemplate(uriTemplate="notes://note/{id}", name="note", mimeType="text/plain")]
+
+
+@server.read_resource()
+async def read_resource(uri) -> str:
+    text = str(uri)
+    if text == "notes://readme":
+        return "the sdk server's readme"
+    if text.startswith("notes://note/"):
+        return f"note {text.removeprefix('notes://note/')}"
+    raise ValueError(f"no resource {text}")
+
+
+@server.list_prompts()
+async def list_prompts() -> list[types.Prompt]:
+    argument = types.PromptArgument(name="name", description="Who to greet", required=True)
+    return [types.Prompt(name="greet", description="Greets someone.", arguments=[argument])]
+
+
+@server.get_prompt()
+async def get_prompt(name: str, arguments: dict | None) -> types.GetPromptResult:
+    if name != "greet":
+        raise ValueError(f"no prompt {name}")
+    who = (arguments or {}).get("name", "nobody")
+    message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=f"Hello, {who}!"))
+    return types.GetPromptResult(description="A greeting", messages=[message])
 
 
 @server.call_tool()
 async def call_tool(name: str, arguments: dict) -> list[types.TextContent]:
+    global added
+    if name == "add_tool":
+        added += 1
+        await server.request_context.session.send_tool_list_changed()
+        return [types.TextContent(type="text", text=f"added echo_{added}")]
+    if name.startswith("echo_"):
+        return [types.TextContent(type="text", text=f"{name}: {arguments.get('text', '')}")]
     if name != "slow":
         raise ValueError(f"unknown tool {name}")
     context = server.request_context

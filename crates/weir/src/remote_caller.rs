@@ -226,6 +226,18 @@ impl ClientCaller {
         answer
     }
 
+    /// The count of `notifications/tools/list_changed` from `server`'s open
+    /// connection (`None`: none open, or over HTTP). A connection made
+    /// again has a count of its own.
+    pub(crate) async fn tools_changed(
+        &self,
+        server: &str,
+    ) -> Option<tokio::sync::watch::Receiver<u64>> {
+        let slot = self.slots.get(server)?;
+        let open = slot.client.lock().await;
+        open.as_ref()?.tools_changed()
+    }
+
     /// Ends every open connection (a stdio upstream's process is asked to
     /// exit: stdin closed, then SIGTERM, then SIGKILL).
     pub(crate) async fn close(&self) {

@@ -69,7 +69,7 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
     // Each pack's tools by its name, for the grants of a tokens file.
     let mut served = Vec::new();
     // Each pack's tools before --tools and --no-tools chose among them.
-    let selection = packs::Selection::from_args(&args);
+    let selection = Arc::new(packs::Selection::from_args(&args));
     let mut offered = vec![(packs::RUNS.to_owned(), weir_mcp::builtin_tool_names())];
     let roots = packs::roots(&args)?;
     let caller = Arc::new(ClientCaller::new(upstreams));
@@ -94,9 +94,12 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
         .chain(weir_mcp::builtin_tool_names())
         .collect();
     let heartbeat = Duration::from_secs(args.upstream_heartbeat.max(1));
+    // Each upstream's tools, kept current when its list changes.
+    let mut followed = Vec::new();
     for (server, upstream) in upstream_tools::discover(&caller, naming, &taken, heartbeat).await {
         let pack = format!("upstream:{server}");
         let (names, upstream) = select(&selection, &pack, upstream, &mut offered);
+        followed.push((server, names.iter().cloned().collect()));
         served.push((pack, names));
         tools.extend(upstream);
     }
@@ -121,7 +124,7 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
         serve_node(node, &scheduler);
     }
     let server = McpServer::new(
-        scheduler,
+        scheduler.clone(),
         catalog,
         ServerConfig {
             result_limit: args.result_limit,
@@ -130,9 +133,23 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
             hidden_tools,
             status_parts: upstream_status(&caller),
             upstreams: upstream_catalog::pass_through(&caller, naming == Naming::Prefixed),
+            tools_list_changes: !followed.is_empty(),
             ..ServerConfig::default()
         },
     );
+    let following = Arc::new(upstream_tools::Following {
+        caller: caller.clone(),
+        naming,
+        heartbeat,
+        scheduler,
+        server: server.clone(),
+        keep: Arc::new(move |upstream: &str, tool: &str| {
+            selection.serves(&format!("upstream:{upstream}"), tool)
+        }),
+    });
+    for (upstream, names) in followed {
+        upstream_tools::follow_changes(following.clone(), upstream, names);
+    }
     if args.stdio {
         let scheduler = server.scheduler().clone();
         transport::stdio::serve_stdio(server)

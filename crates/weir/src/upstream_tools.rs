@@ -10,11 +10,12 @@
 //! `--upstream-heartbeat` (15 s), so that a host whose timeout resets on progress keeps
 //! waiting.
 //!
-//! The upstreams' tools are listed once, when weir starts: weir's tool
-//! registry is fixed when its scheduler starts, and a host reads
-//! `tools/list` once, at its first request, so a list read later would
-//! reach it late or never. An upstream that cannot be reached then is
-//! left out with a warning; weir serves the rest.
+//! The upstreams' tools are listed when weir starts; an upstream that
+//! cannot be reached then is left out with a warning, and weir serves the
+//! rest. A stdio upstream that says its list changed
+//! (`notifications/tools/list_changed`) has it listed again
+//! ([`follow_changes`]): its tools in the scheduler's registry are
+//! replaced, and weir tells its own clients the same way.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -24,7 +25,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use weir_core::{Completed, EventKind, FailureCode, RunError};
-use weir_runtime::{Heartbeat, RemoteCaller, RunContext, Tool, ToolInfo};
+use weir_mcp::McpServer;
+use weir_runtime::{Heartbeat, RemoteCaller, RunContext, Scheduler, Tool, ToolInfo};
 
 use crate::remote_caller::ClientCaller;
 
@@ -86,23 +88,131 @@ pub(crate) async fn discover(
                 continue;
             }
         };
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        for description in listed {
-            let Some(tool) = upstream_tool(caller, &server, &description, naming, heartbeat) else {
-                continue;
-            };
-            if !names.insert(tool.info.name.clone()) {
-                eprintln!(
-                    "weir: warning: the tool {:?} of the upstream {server} is left out: weir already serves a tool of that name",
-                    tool.info.name
-                );
-                continue;
-            }
-            tools.push(Arc::new(tool));
-        }
+        let tools = upstream_tools(caller, &server, &listed, naming, heartbeat, &mut names);
         served.push((server, tools));
     }
     served
+}
+
+/// The weir tools for the tools `server` listed, but those whose names are
+/// in `names` (taken; each one served is added), left out with a warning.
+fn upstream_tools(
+    caller: &Arc<ClientCaller>,
+    server: &str,
+    listed: &[Value],
+    naming: Naming,
+    heartbeat: Duration,
+    names: &mut BTreeSet<String>,
+) -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for description in listed {
+        let Some(tool) = upstream_tool(caller, server, description, naming, heartbeat) else {
+            continue;
+        };
+        if !names.insert(tool.info.name.clone()) {
+            eprintln!(
+                "weir: warning: the tool {:?} of the upstream {server} is left out: weir already serves a tool of that name",
+                tool.info.name
+            );
+            continue;
+        }
+        tools.push(Arc::new(tool));
+    }
+    tools
+}
+
+/// What [`follow_changes`] keeps current, and where.
+pub(crate) struct Following {
+    pub(crate) caller: Arc<ClientCaller>,
+    pub(crate) naming: Naming,
+    pub(crate) heartbeat: Duration,
+    pub(crate) scheduler: Scheduler,
+    pub(crate) server: McpServer,
+    /// Whether `--tools`/`--no-tools` serve the tool of this upstream.
+    pub(crate) keep: Arc<dyn Fn(&str, &str) -> bool + Send + Sync>,
+}
+
+/// Keeps the tools of upstream `upstream` current: at each
+/// `notifications/tools/list_changed` it sends, they are listed again and
+/// replace the ones weir served for it (`served`) in the scheduler's
+/// registry, and weir's clients are told (`notifications/tools/list_changed`).
+/// A run of a tool that has gone goes on (the upstream decides what
+/// becomes of the call); a call of it from then on is one of a tool that
+/// does not exist. Runs until weir ends. A stdio upstream only: weir-client
+/// opens no stream for what an HTTP server says unasked.
+pub(crate) fn follow_changes(
+    following: Arc<Following>,
+    upstream: String,
+    mut served: BTreeSet<String>,
+) {
+    tokio::spawn(async move {
+        loop {
+            let Some(mut changed) = following.caller.tools_changed(&upstream).await else {
+                // Not started yet, or restarting: look again soon.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            };
+            // Until this connection ends (its process exits).
+            while changed.changed().await.is_ok() {
+                served = refresh(&following, &upstream, served).await;
+            }
+        }
+    });
+}
+
+/// Lists `upstream`'s tools again and serves them in place of `served`;
+/// returns the names now served (`served` unchanged when it cannot be
+/// listed).
+async fn refresh(
+    following: &Following,
+    upstream: &str,
+    served: BTreeSet<String>,
+) -> BTreeSet<String> {
+    let listed = match following.caller.list_tools(upstream).await {
+        Ok(listed) => listed,
+        Err(error) => {
+            eprintln!(
+                "weir: warning: the upstream {upstream} said its tools changed, but they could not be listed ({error}); weir serves the ones it had"
+            );
+            return served;
+        }
+    };
+    let mut names: BTreeSet<String> = following
+        .scheduler
+        .tools()
+        .map(|info| info.name)
+        .filter(|name| !served.contains(name))
+        .chain(weir_mcp::builtin_tool_names())
+        .collect();
+    let tools = upstream_tools(
+        &following.caller,
+        upstream,
+        &listed,
+        following.naming,
+        following.heartbeat,
+        &mut names,
+    );
+    let tools: Vec<Arc<dyn Tool>> = tools
+        .into_iter()
+        .filter(|tool| (following.keep)(upstream, &tool.info().name))
+        .collect();
+    let now: BTreeSet<String> = tools.iter().map(|tool| tool.info().name).collect();
+    // Some servers say so when nothing changed (server-everything, once
+    // per tool it adds after the handshake): no news, nothing to tell.
+    let before: Vec<ToolInfo> = following
+        .scheduler
+        .tools()
+        .filter(|info| served.contains(&info.name))
+        .collect();
+    let after: Vec<ToolInfo> = tools.iter().map(|tool| tool.info()).collect();
+    if before == after {
+        return served;
+    }
+    let left_out = following.scheduler.replace_tools(&served, tools);
+    following.server.tools_changed();
+    now.into_iter()
+        .filter(|name| !left_out.contains(name))
+        .collect()
 }
 
 /// The weir tool for one tool as the upstream `server` described it.

@@ -156,6 +156,14 @@ impl Client {
         call::start(self.server.clone(), tool.to_owned(), arguments, options)
     }
 
+    /// A count that goes up at each `notifications/tools/list_changed` the
+    /// server sends (wait on it with `changed()`), for a client that keeps
+    /// the list; `None` over HTTP, where this client opens no stream for
+    /// what the server sends unasked.
+    pub fn tools_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.server.connection.tools_changed()
+    }
+
     /// Why the connection is known to be over, without a request: a stdio
     /// server that exited (with its status and the end of its stderr).
     /// `None` while it is not known to be (over HTTP, until a request fails).

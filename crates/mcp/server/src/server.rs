@@ -31,8 +31,27 @@ impl McpServer {
                 scheduler,
                 catalog,
                 config,
+                announcements: tokio::sync::broadcast::channel(16).0,
             }),
         }
+    }
+
+    /// Tells every connected client that the tool list changed
+    /// (`notifications/tools/list_changed`): the stdio client, and each
+    /// HTTP session with its standalone stream open (`GET /mcp`). A client
+    /// that connects later reads the new list anyway.
+    pub fn tools_changed(&self) {
+        let notification = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+        });
+        // No client connected: nobody to tell.
+        let _ = self.state.announcements.send(notification);
+    }
+
+    /// The announcements to come ([`McpServer::tools_changed`]).
+    pub(crate) fn announcements(&self) -> tokio::sync::broadcast::Receiver<Value> {
+        self.state.announcements.subscribe()
     }
 
     /// The scheduler behind the server.

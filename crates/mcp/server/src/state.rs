@@ -45,6 +45,10 @@ pub struct ServerConfig {
     /// when it may call `upstream:NAME` (a tokens file's
     /// `packs=upstream:NAME` grants it), as it sees its tools.
     pub upstreams: Option<crate::catalog::PassThrough>,
+    /// The tool list may change while the server runs
+    /// ([`McpServer::tools_changed`](crate::McpServer::tools_changed)):
+    /// `initialize` declares `tools.listChanged`. `false` by default.
+    pub tools_list_changes: bool,
 }
 
 /// One key of `get_status`'s answer that the embedding program reports:
@@ -78,6 +82,7 @@ impl Default for ServerConfig {
             hidden_tools: std::collections::BTreeSet::new(),
             status_parts: Vec::new(),
             upstreams: None,
+            tools_list_changes: false,
         }
     }
 }
@@ -88,6 +93,9 @@ pub(crate) struct ServerState {
     pub(crate) scheduler: Scheduler,
     pub(crate) catalog: Arc<dyn Catalog>,
     pub(crate) config: ServerConfig,
+    /// What every connected client is told unasked (a stdio client, an
+    /// HTTP session's standalone stream): `notifications/tools/list_changed`.
+    pub(crate) announcements: tokio::sync::broadcast::Sender<Value>,
 }
 
 impl ServerState {

@@ -118,6 +118,18 @@ impl Peer {
         })
     }
 
+    /// The next message but `notifications/tools/list_changed` (weir
+    /// forwards server-everything's, which adds tools after its handshake).
+    fn next_about_calls(&self, within: Duration) -> Value {
+        let until = Instant::now() + within;
+        loop {
+            let message = self.next(until.saturating_duration_since(Instant::now()));
+            if message["method"] != "notifications/tools/list_changed" {
+                return message;
+            }
+        }
+    }
+
     /// Sends a request; returns its id.
     pub(crate) fn send_request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
@@ -397,7 +409,7 @@ fn cancel_from_the_client_reaches_the_upstream_and_ends_the_run_once() {
         json!({"duration": 30, "steps": 30}),
     );
     // Its first progress: the call is running on the upstream.
-    let first = wrapped.next(Duration::from_secs(20));
+    let first = wrapped.next_about_calls(Duration::from_secs(20));
     assert_eq!(first["method"], "notifications/progress", "{first}");
     let run_id = wrapped.newest_run();
     wrapped.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "the user pressed stop"}}));
@@ -448,7 +460,7 @@ fn kill_9_of_the_upstream_mid_call_fails_the_run_once_and_the_next_call_starts_i
         "trigger-long-running-operation",
         json!({"duration": 30, "steps": 30}),
     );
-    let first = wrapped.next(Duration::from_secs(20));
+    let first = wrapped.next_about_calls(Duration::from_secs(20));
     assert_eq!(first["method"], "notifications/progress", "{first}");
     let upstream = children(wrapped.child.id());
     assert_eq!(upstream.len(), 1, "{upstream:?}");
@@ -985,4 +997,135 @@ fn weir_serve_prefixes_upstream_prompts_and_shows_each_upstreams_to_callers_gran
     assert!(read("token-of-caller-none")["error"].is_object());
     let _ = served.kill();
     let _ = served.wait();
+}
+
+/// The Python SDK server of tests/wrap/ (`mcp` 1.x), as a command line:
+/// its tool `add_tool` adds a tool `echo_N` and says the list changed.
+fn sdk_server() -> Vec<String> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = std::env::var_os("WRAP_SDK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo.join("target/clients/py-mcp1/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: `scripts/wrap-tests install` makes it (scripts/test does)",
+        python.display()
+    );
+    let server = repo.join("tests/wrap/sdk_server.py");
+    vec![python.display().to_string(), server.display().to_string()]
+}
+
+/// The names `tools/list` gives.
+fn tool_names(peer: &mut Peer) -> Vec<String> {
+    let answer = peer.request("tools/list", json!({}));
+    answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Calls `tool` and waits for a `notifications/tools/list_changed`, before
+/// its answer or after it (within 10 s); returns the answer.
+fn call_until_list_changed(peer: &mut Peer, tool: &str) -> Value {
+    let id = peer.call(tool, json!({}));
+    let (notes, answer) = peer.reply(id, Duration::from_secs(30));
+    let changed = |note: &Value| note["method"] == "notifications/tools/list_changed";
+    if notes.iter().any(changed) {
+        return answer;
+    }
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        assert!(
+            !left.is_zero(),
+            "no tools/list_changed within 10 s: {seen:?}"
+        );
+        let message = peer.next(left);
+        if message["method"] == "notifications/tools/list_changed" {
+            return answer;
+        }
+        seen.push(message);
+    }
+}
+
+#[test]
+fn an_upstreams_tools_list_changed_is_followed_and_forwarded() {
+    let command = sdk_server();
+    let command: Vec<&str> = command.iter().map(String::as_str).collect();
+    // weir wrap: the upstream's names; its server says the list may change.
+    let mut wrapped = Peer::start(
+        WEIR,
+        &[&["wrap", "--memory", "--"], command.as_slice()].concat(),
+    );
+    let init = wrapped.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert_eq!(
+        init["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{init}"
+    );
+    assert!(!tool_names(&mut wrapped).contains(&"echo_1".to_owned()));
+    let answer = call_until_list_changed(&mut wrapped, "add_tool");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "added echo_1",
+        "{answer}"
+    );
+    let names = tool_names(&mut wrapped);
+    assert!(names.contains(&"echo_1".to_owned()), "{names:?}");
+    assert!(names.contains(&"runs_wait".to_owned()), "{names:?}");
+    // The new tool is called as a run of weir's, like the others.
+    let answer = wrapped.request(
+        "tools/call",
+        json!({"name": "echo_1", "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "echo_1: hi",
+        "{answer}"
+    );
+    let runs = wrapped.runs_tool("runs_list", json!({"tool": "echo_1"}));
+    assert_eq!(
+        runs["structuredContent"]["runs"][0]["state"], "completed",
+        "{runs}"
+    );
+    // weir serve: NAME__tool, and the server's resources and prompts too.
+    let upstream = format!("sdk=-- {}", command.join(" "));
+    let mut served = Peer::start(
+        WEIR,
+        &[
+            "serve",
+            "--stdio",
+            "--memory",
+            "--no-exec",
+            "--upstream",
+            &upstream,
+        ],
+    );
+    call_until_list_changed(&mut served, "sdk__add_tool");
+    call_until_list_changed(&mut served, "sdk__add_tool");
+    let names = tool_names(&mut served);
+    for name in ["sdk__slow", "sdk__echo_1", "sdk__echo_2"] {
+        assert!(names.contains(&name.to_owned()), "{name} not in {names:?}");
+    }
+    let answer = served.request(
+        "tools/call",
+        json!({"name": "sdk__echo_2", "arguments": {"text": "yo"}}),
+    );
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "echo_2: yo",
+        "{answer}"
+    );
+    let greeting = served.request(
+        "prompts/get",
+        json!({"name": "sdk__greet", "arguments": {"name": "Ana"}}),
+    );
+    assert_eq!(
+        greeting["result"]["messages"][0]["content"]["text"], "Hello, Ana!",
+        "{greeting}"
+    );
+    let note = served.request("resources/read", json!({"uri": "notes://note/4"}));
+    assert_eq!(note["result"]["contents"][0]["text"], "note 4", "{note}");
 }

@@ -87,6 +87,15 @@ impl Connection {
         matches!(self, Connection::Stdio(_))
     }
 
+    /// Counts the server's `notifications/tools/list_changed`: stdio only
+    /// (over HTTP they come on a stream this client does not open).
+    pub(crate) fn tools_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match self {
+            Connection::Stdio(stdio) => Some(stdio.tools_changed()),
+            Connection::Http(_) => None,
+        }
+    }
+
     /// Why the connection is known to be over: a stdio server that exited.
     /// `None` while it is not known to be (HTTP: until a request fails).
     pub(crate) fn gone(&self) -> Option<ClientError> {

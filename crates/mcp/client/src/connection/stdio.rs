@@ -35,6 +35,8 @@ pub(crate) struct StdioConnection {
     lines: mpsc::Sender<Line>,
     shared: Arc<Shared>,
     child: Arc<Mutex<Child>>,
+    /// How many `notifications/tools/list_changed` the server has sent.
+    tools_changed: tokio::sync::watch::Receiver<u64>,
 }
 
 enum Line {
@@ -162,6 +164,7 @@ impl StdioConnection {
         let shared = Arc::new(Shared::default());
         let child = Arc::new(Mutex::new(child));
         let (lines, queue) = mpsc::channel(256);
+        let (changed, tools_changed) = tokio::sync::watch::channel(0);
         tokio::spawn(write_lines(stdin, queue));
         let stderr_done = tokio::spawn(keep_stderr(stderr, shared.clone()));
         tokio::spawn(route(
@@ -170,12 +173,19 @@ impl StdioConnection {
             lines.downgrade(),
             child.clone(),
             stderr_done,
+            changed,
         ));
         Ok(StdioConnection {
             lines,
             shared,
             child,
+            tools_changed,
         })
+    }
+
+    /// Counts the server's `notifications/tools/list_changed`.
+    pub(crate) fn tools_changed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.tools_changed.clone()
     }
 
     /// Why the server is gone, once it exited (its stdout closed).
@@ -293,6 +303,7 @@ async fn route(
     lines: mpsc::WeakSender<Line>,
     child: Arc<Mutex<Child>>,
     stderr_done: tokio::task::JoinHandle<()>,
+    tools_changed: tokio::sync::watch::Sender<u64>,
 ) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
@@ -313,6 +324,11 @@ async fn route(
                     let answer = answer_server_request(&id, &method);
                     let _ = lines.send(Line::Message(to_line(&answer))).await;
                 }
+            }
+            Ok(Incoming::Notification { method, .. })
+                if method == "notifications/tools/list_changed" =>
+            {
+                tools_changed.send_modify(|count| *count += 1);
             }
             Ok(message) => {
                 for recipient in shared.recipients(&message) {

@@ -609,6 +609,7 @@ mod tests {
             scheduler,
             catalog: Arc::new(EmptyCatalog),
             config: ServerConfig::default(),
+            announcements: tokio::sync::broadcast::channel(1).0,
         };
 
         let arguments = json!({ "run_id": run_id, "name": "bytes.bin" });

@@ -33,7 +33,7 @@ pub(crate) fn initialize(state: &ServerState, session: &Session, params: &Value)
     session.set_client(params.get("clientInfo"));
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": capabilities(Era::Session),
+        "capabilities": capabilities(state, Era::Session),
         "serverInfo": state.server_info(),
     });
     if let Some(instructions) = &state.config.instructions {
@@ -48,7 +48,7 @@ pub(crate) fn discover(state: &ServerState) -> Value {
     // instructions are left out, not null (the schema says string).
     let mut discovered = json!({
         "supportedVersions": SUPPORTED_VERSIONS,
-        "capabilities": capabilities(Era::Stateless),
+        "capabilities": capabilities(state, Era::Stateless),
     });
     if let Some(instructions) = &state.config.instructions {
         discovered["instructions"] = instructions.clone().into();
@@ -72,9 +72,11 @@ pub(crate) fn set_log_level(session: &Session, params: &Value) -> Result<Value, 
     Ok(json!({}))
 }
 
-fn capabilities(era: Era) -> Value {
+fn capabilities(state: &ServerState, era: Era) -> Value {
+    // Only a session has a channel for what the server says unasked.
+    let tools_change = state.config.tools_list_changes && era == Era::Session;
     let mut capabilities = json!({
-        "tools": { "listChanged": false },
+        "tools": { "listChanged": tools_change },
         "resources": { "subscribe": true, "listChanged": false },
         "prompts": { "listChanged": false },
         "completions": {},

@@ -91,6 +91,24 @@ pub async fn serve_lines(
         }
         output.flush().await
     });
+    // What the server announces goes to the one client too.
+    let mut announcements = server.announcements();
+    let announce = {
+        let outbound = outbound.clone();
+        tokio::spawn(async move {
+            loop {
+                match announcements.recv().await {
+                    Ok(message) => {
+                        if outbound.send(Outgoing::message(message)).await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        })
+    };
     // One client, the process that spawned weir: it sees every run.
     let session = Session::new(Caller::local());
     let max = server.max_message_bytes();
@@ -144,6 +162,7 @@ pub async fn serve_lines(
             Ok(Incoming::Response { id, outcome }) => session.resolve(&id, outcome),
         }
     }
+    announce.abort();
     drop(outbound);
     // Requests still running keep their clones of the channel; stop waiting
     // for them once stdin is gone and what was produced has been written.

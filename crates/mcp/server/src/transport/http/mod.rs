@@ -304,8 +304,10 @@ fn sse_response(outgoing: Delivery) -> Response {
 }
 
 /// GET `/mcp`: with `Last-Event-ID` from a call stream, resumes it from the
-/// run log, asking again the questions the run waits on; weir sends
-/// nothing unsolicited, so there is no standalone stream.
+/// run log, asking again the questions the run waits on. Without it, a
+/// session's standalone stream when the tool list may change
+/// ([`ServerConfig::tools_list_changes`](crate::ServerConfig)); otherwise
+/// weir sends nothing unsolicited, and there is none.
 ///
 /// Any node sharing the store resumes it: one that does not hold the
 /// session finds the call's [`StreamRecord`] with its run, and serves the
@@ -320,6 +322,12 @@ async fn get_mcp(
 ) -> Response {
     let caller = caller_of(&identity);
     let Some(last) = headers.get(LAST_EVENT_ID) else {
+        if state.server.state.config.tools_list_changes {
+            return match session_of(&state, &caller, &headers) {
+                Ok(_) => standalone_stream(&state.server),
+                Err(refusal) => refusal,
+            };
+        }
         return (
             StatusCode::METHOD_NOT_ALLOWED,
             [(header::ALLOW, "POST, DELETE")],
@@ -377,6 +385,27 @@ async fn get_mcp(
             Err(FollowError::ClientGone) => return,
         };
         let _ = outbound.send(Outgoing::message(message)).await;
+    });
+    sse_response(outgoing)
+}
+
+/// A session's standalone stream: what the server announces unasked
+/// (`notifications/tools/list_changed`), while the client keeps it open.
+fn standalone_stream(server: &McpServer) -> Response {
+    let (outbound, outgoing) = outbound(16);
+    let mut announcements = server.announcements();
+    tokio::spawn(async move {
+        loop {
+            let message = match announcements.recv().await {
+                Ok(message) => message,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            };
+            // The client closed the stream: stop.
+            if outbound.send(Outgoing::message(message)).await.is_err() {
+                break;
+            }
+        }
     });
     sse_response(outgoing)
 }
