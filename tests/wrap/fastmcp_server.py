@@ -1,6 +1,8 @@
 """A third-party MCP server written with FastMCP (4.x), for weir's wrap tests
 (scripts/wrap-tests): the same `slow` tool as sdk_server.py (wrapserver.py), reporting
-progress through FastMCP's `Context.report_progress`.
+progress through FastMCP's `Context.report_progress`. And `count`, state kept between calls:
+each call adds one to the process's count and answers `count N` (recorded with its pid), so
+a test can tell which callers share a process.
 
     python fastmcp_server.py                 # stdio
     python fastmcp_server.py http PORT       # Streamable HTTP at http://127.0.0.1:PORT/mcp
@@ -15,6 +17,15 @@ from fastmcp import Context, FastMCP
 from wrapserver import SLOW_DESCRIPTION, record, slow
 
 mcp = FastMCP("weir-wrap-fastmcp-server")
+counted = 0  # `count`'s state: this process's calls of it so far
+
+
+@mcp.tool(name="count", description="Adds one to this server's count and answers it.")
+async def count_tool() -> str:
+    global counted
+    counted += 1
+    record("count", count=counted)
+    return f"count {counted}"
 
 
 @mcp.tool(name="slow", description=SLOW_DESCRIPTION)

@@ -16,6 +16,13 @@
 //! `CallStream` does that). Each upstream's limits (at most N calls at
 //! once, a time limit per call) apply here, and what happened to it is
 //! kept as its health, for `get_status`.
+//!
+//! An upstream declared `"isolation": "per-caller"` has one connection
+//! (process, session) per caller, by the name of the credential its run's
+//! caller presented, each made at its caller's first call and ended after
+//! `idleSeconds` (600) without a call; callers without a name (stdio, HTTP
+//! without tokens), plan steps, the listing at start and the resources
+//! passed through use the one shared connection.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,7 +41,7 @@ use weir_core::{
 };
 use weir_runtime::RemoteCaller;
 
-use crate::upstreams::{Limits, Upstream, Upstreams};
+use crate::upstreams::{DEFAULT_IDLE, Isolation, Limits, Upstream, Upstreams};
 
 /// The first wait before starting a dead stdio upstream again.
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -51,6 +58,25 @@ pub(crate) struct ClientCaller {
     upstreams: Arc<Upstreams>,
     /// Each upstream's connection, limits and health, by name.
     slots: BTreeMap<String, Arc<Slot>>,
+    /// The per-caller upstreams' connections, by upstream, then caller.
+    callers: BTreeMap<String, Arc<Callers>>,
+}
+
+/// One per-caller upstream's connections, by the caller's name.
+struct Callers {
+    slots: std::sync::Mutex<BTreeMap<String, Arc<Slot>>>,
+    /// How long one may go without a call before it is ended.
+    idle: Duration,
+    /// The task that ends idle ones runs (from the first on).
+    reaping: AtomicBool,
+}
+
+impl Callers {
+    fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Slot>>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 /// One upstream as weir keeps it.
@@ -64,8 +90,11 @@ struct Slot {
     health: std::sync::Mutex<Health>,
     /// A stdio upstream's supervisor runs (from its first start on).
     supervised: AtomicBool,
-    /// weir is closing: no more starts.
+    /// weir is closing (or, for a caller's own, ended it as idle): no
+    /// more starts.
     closed: AtomicBool,
+    /// When its last call ended or its newest began.
+    last_used: std::sync::Mutex<Instant>,
 }
 
 /// What happened to an upstream, as `get_status` tells it.
@@ -100,7 +129,24 @@ impl Slot {
             }),
             supervised: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            last_used: std::sync::Mutex::new(Instant::now()),
         }
+    }
+
+    fn touch(&self) {
+        *self
+            .last_used
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Instant::now();
+    }
+
+    /// Unused and idle for `idle`.
+    fn idle_for(&self, idle: Duration) -> bool {
+        let last = *self
+            .last_used
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.health().in_flight == 0 && last.elapsed() >= idle
     }
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
@@ -155,6 +201,8 @@ impl<'a> InFlight<'a> {
         let mut health = slot.health();
         health.calls += 1;
         health.in_flight += 1;
+        drop(health);
+        slot.touch();
         InFlight(slot)
     }
 }
@@ -162,6 +210,7 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.health().in_flight -= 1;
+        self.0.touch();
     }
 }
 
@@ -176,10 +225,46 @@ impl ClientCaller {
                 Some((name, Arc::new(Slot::new(upstream, limits))))
             })
             .collect();
+        let callers = upstreams
+            .names()
+            .into_iter()
+            .filter_map(|name| {
+                let limits = upstreams.limits(&name);
+                (limits.isolation == Isolation::PerCaller).then(|| {
+                    let callers = Callers {
+                        slots: std::sync::Mutex::new(BTreeMap::new()),
+                        idle: limits.idle.unwrap_or(DEFAULT_IDLE),
+                        reaping: AtomicBool::new(false),
+                    };
+                    (name, Arc::new(callers))
+                })
+            })
+            .collect();
         ClientCaller {
             upstreams: Arc::new(upstreams),
             slots,
+            callers,
         }
+    }
+
+    /// The connection `caller`'s calls of `server` use: its own for a
+    /// per-caller upstream, else the shared one; `None` for an upstream
+    /// not declared.
+    fn slot(&self, server: &str, caller: Option<&str>) -> Option<Arc<Slot>> {
+        let shared = self.slots.get(server)?;
+        let (Some(caller), Some(callers)) = (caller, self.callers.get(server)) else {
+            return Some(shared.clone());
+        };
+        let mut slots = callers.slots();
+        let slot = slots
+            .entry(caller.to_owned())
+            .or_insert_with(|| Arc::new(Slot::new(shared.upstream.clone(), shared.limits)))
+            .clone();
+        slot.touch();
+        if !callers.reaping.swap(true, Ordering::SeqCst) {
+            tokio::spawn(end_idle(callers.clone()));
+        }
+        Some(slot)
     }
 
     /// Every upstream's health, by name (`get_status`'s `upstreams`).
@@ -187,7 +272,20 @@ impl ClientCaller {
         let upstreams: serde_json::Map<String, Value> = self
             .slots
             .iter()
-            .map(|(name, slot)| (name.clone(), slot.status()))
+            .map(|(name, slot)| {
+                let mut status = slot.status();
+                if let Some(callers) = self.callers.get(name) {
+                    let each: serde_json::Map<String, Value> = callers
+                        .slots()
+                        .iter()
+                        .map(|(caller, slot)| (caller.clone(), slot.status()))
+                        .collect();
+                    status["isolation"] = json!("per-caller");
+                    status["idleSeconds"] = json!(callers.idle.as_secs_f64());
+                    status["callers"] = Value::Object(each);
+                }
+                (name.clone(), status)
+            })
             .collect();
         Value::Object(upstreams)
     }
@@ -241,6 +339,14 @@ impl ClientCaller {
     /// Ends every open connection (a stdio upstream's process is asked to
     /// exit: stdin closed, then SIGTERM, then SIGKILL).
     pub(crate) async fn close(&self) {
+        let own: Vec<Arc<Slot>> = self
+            .callers
+            .values()
+            .flat_map(|callers| std::mem::take(&mut *callers.slots()).into_values())
+            .collect();
+        for slot in own {
+            end(slot).await;
+        }
         for slot in self.slots.values() {
             slot.closed.store(true, Ordering::SeqCst);
             let client = slot.client.lock().await.take();
@@ -252,7 +358,17 @@ impl ClientCaller {
 
     /// The open connection to `server`, connecting if there is none.
     async fn client(&self, server: &str) -> Result<Arc<Client>, RunError> {
-        let Some(slot) = self.slots.get(server) else {
+        self.client_in(server, self.slots.get(server)).await
+    }
+
+    /// `slot`'s open connection (one of `server`'s), connecting if there is
+    /// none.
+    async fn client_in(
+        &self,
+        server: &str,
+        slot: Option<&Arc<Slot>>,
+    ) -> Result<Arc<Client>, RunError> {
+        let Some(slot) = slot else {
             return Err(RunError::new(
                 FailureCode::InvalidArguments,
                 format!(
@@ -290,15 +406,61 @@ impl ClientCaller {
     /// After `error` on `client`: when the connection itself is lost, the
     /// next call connects again (unless another call already did).
     async fn forget(&self, server: &str, client: &Arc<Client>, error: &ClientError) {
-        if !connection_lost(error) {
-            return;
+        forget_in(self.slots.get(server), client, error).await;
+    }
+}
+
+/// After `error` on `client`, `slot`'s connection: when it is lost, the
+/// next call connects again (unless another call already did).
+async fn forget_in(slot: Option<&Arc<Slot>>, client: &Arc<Client>, error: &ClientError) {
+    if !connection_lost(error) {
+        return;
+    }
+    if let Some(slot) = slot {
+        let mut open = slot.client.lock().await;
+        if open.as_ref().is_some_and(|open| Arc::ptr_eq(open, client)) {
+            *open = None;
+            slot.now("down", Some(error.to_string()));
         }
-        if let Some(slot) = self.slots.get(server) {
-            let mut open = slot.client.lock().await;
-            if open.as_ref().is_some_and(|open| Arc::ptr_eq(open, client)) {
-                *open = None;
-                slot.now("down", Some(error.to_string()));
-            }
+    }
+}
+
+/// Ends a caller's own connection, idle (or weir closing): no more starts
+/// (its supervisor stops), and its process is asked to exit.
+async fn end(slot: Arc<Slot>) {
+    slot.closed.store(true, Ordering::SeqCst);
+    slot.now("ended", None);
+    let Some(mut client) = slot.client.lock().await.take() else {
+        return;
+    };
+    // The supervisor lets its copy go within one look.
+    for _ in 0..10 {
+        match Arc::try_unwrap(client) {
+            Ok(client) => return client.close().await,
+            Err(shared) => client = shared,
+        }
+        tokio::time::sleep(WATCH_EVERY).await;
+    }
+    // Dropped here; the last copy's drop kills a stdio server's process.
+}
+
+/// Ends the connections of a per-caller upstream that have had no call for
+/// its `idle` time, looking a few times within it.
+async fn end_idle(callers: Arc<Callers>) {
+    let every = (callers.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(every).await;
+        let idle: Vec<Arc<Slot>> = {
+            let mut slots = callers.slots();
+            let names: Vec<String> = slots
+                .iter()
+                .filter(|(_, slot)| slot.idle_for(callers.idle))
+                .map(|(name, _)| name.clone())
+                .collect();
+            names.iter().filter_map(|name| slots.remove(name)).collect()
+        };
+        for slot in idle {
+            end(slot).await;
         }
     }
 }
@@ -448,7 +610,25 @@ impl RemoteCaller for ClientCaller {
         timeout: Option<Duration>,
         events: mpsc::Sender<EventKind>,
     ) -> Result<Completed, RunError> {
-        let slot = self.slots.get(server);
+        self.call_as(server, None, tool, arguments, timeout, events)
+            .await
+    }
+}
+
+impl ClientCaller {
+    /// [`RemoteCaller::call`] for `caller` (the name of its credential):
+    /// on its own connection when `server` is per-caller.
+    pub(crate) async fn call_as(
+        &self,
+        server: &str,
+        caller: Option<&str>,
+        tool: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+        events: mpsc::Sender<EventKind>,
+    ) -> Result<Completed, RunError> {
+        let slot = self.slot(server, caller);
+        let slot = slot.as_ref();
         let limits = slot.map(|slot| slot.limits).unwrap_or_default();
         // The sooner of the caller's time limit and the upstream's.
         let timeout = match (timeout, limits.timeout) {
@@ -461,7 +641,7 @@ impl RemoteCaller for ClientCaller {
         };
         let _counted = slot.map(|slot| InFlight::start(slot));
         let outcome = self
-            .call_now(server, tool, arguments, timeout, events)
+            .call_now(server, slot, tool, arguments, timeout, events)
             .await;
         if outcome.is_err()
             && let Some(slot) = slot
@@ -501,10 +681,11 @@ async fn take_turn<'a>(
 }
 
 impl ClientCaller {
-    /// One call, once its turn came.
+    /// One call, once its turn came, on `slot`'s connection.
     async fn call_now(
         &self,
         server: &str,
+        slot: Option<&Arc<Slot>>,
         tool: &str,
         arguments: Value,
         timeout: Option<Duration>,
@@ -514,7 +695,7 @@ impl ClientCaller {
         // which the upstream refused unrun, sent on it.
         let mut retried = false;
         'session: loop {
-            let client = self.client(server).await?;
+            let client = self.client_in(server, slot).await?;
             let mut call = client.call_stream(
                 tool,
                 arguments.clone(),
@@ -531,7 +712,7 @@ impl ClientCaller {
                     .unwrap_or(CallEvent::Error(ClientError::Closed));
                 let forwarded = match event {
                     CallEvent::Error(error) => {
-                        self.forget(server, &client, &error).await;
+                        forget_in(slot, &client, &error).await;
                         if !retried && !reported_any && session_lost(&error) {
                             retried = true;
                             continue 'session;

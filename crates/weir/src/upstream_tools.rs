@@ -260,9 +260,16 @@ impl Tool for UpstreamTool {
         let (events, mut reported) = mpsc::channel(64);
         // The scheduler's time limit applies; dropping this future (cancel,
         // time limit) cancels the call on the upstream.
-        let call = self
-            .caller
-            .call(&self.server, &self.tool, arguments, None, events);
+        // A per-caller upstream serves each credential on its own process.
+        let owner = ctx.owner().await;
+        let call = self.caller.call_as(
+            &self.server,
+            owner.as_deref(),
+            &self.tool,
+            arguments,
+            None,
+            events,
+        );
         tokio::pin!(call);
         let mut heart = Heartbeat::new(self.heartbeat);
         loop {

@@ -14,7 +14,11 @@
 //! A server of the file may also say what weir does with it, in a `"weir"`
 //! object the other programs ignore: `{"maxConcurrent": N}` (at most N calls
 //! at once; more wait their turn) and `{"timeoutSeconds": S}` (a call that
-//! has not ended after S seconds fails as timed out).
+//! has not ended after S seconds fails as timed out), `{"isolation":
+//! "per-caller"}` (one server process or session per caller, for servers
+//! that keep state; `"shared"`, one for all, is the default) and
+//! `{"idleSeconds": S}` (a per-caller one that has had no call for S
+//! seconds, 600 unless said, is ended).
 //!
 //! This is the one place declarations are read, so that everything built on
 //! upstreams reads them alike. What a declaration may not do, whoever
@@ -55,6 +59,25 @@ pub(crate) struct Limits {
     pub(crate) max_concurrent: Option<usize>,
     /// A call that has not ended after this long fails as timed out.
     pub(crate) timeout: Option<Duration>,
+    /// One connection for all callers, or one per caller.
+    pub(crate) isolation: Isolation,
+    /// A per-caller connection with no call for this long is ended
+    /// ([`DEFAULT_IDLE`] unless said).
+    pub(crate) idle: Option<Duration>,
+}
+
+/// How long a per-caller upstream's process may go without a call.
+pub(crate) const DEFAULT_IDLE: Duration = Duration::from_secs(600);
+
+/// Whose calls share an upstream's process (or HTTP session).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Isolation {
+    /// Every caller's: the default.
+    #[default]
+    Shared,
+    /// Each caller (the credential's name) its own; callers without a
+    /// name share the one of [`Isolation::Shared`].
+    PerCaller,
 }
 
 /// How one upstream is reached.
@@ -389,7 +412,8 @@ fn from_json(server: &Value, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Re
     }
 }
 
-/// A server's `"weir"` object: `{"maxConcurrent"?: N ≥ 1, "timeoutSeconds"?: S > 0}`.
+/// A server's `"weir"` object: `{"maxConcurrent"?: N ≥ 1, "timeoutSeconds"?:
+/// S > 0, "isolation"?: "shared" | "per-caller", "idleSeconds"?: S > 0}`.
 fn limits_of(server: &Value) -> anyhow::Result<Limits> {
     let Some(weir) = server.get("weir") else {
         return Ok(Limits::default());
@@ -397,11 +421,15 @@ fn limits_of(server: &Value) -> anyhow::Result<Limits> {
     let Some(weir) = weir.as_object() else {
         bail!("\"weir\" must be an object: {{\"maxConcurrent\"?: N, \"timeoutSeconds\"?: S}}");
     };
-    if let Some(other) = weir
-        .keys()
-        .find(|key| !matches!(key.as_str(), "maxConcurrent" | "timeoutSeconds"))
-    {
-        bail!("\"weir\" has no key {other:?}: it takes \"maxConcurrent\" and \"timeoutSeconds\"");
+    if let Some(other) = weir.keys().find(|key| {
+        !matches!(
+            key.as_str(),
+            "maxConcurrent" | "timeoutSeconds" | "isolation" | "idleSeconds"
+        )
+    }) {
+        bail!(
+            "\"weir\" has no key {other:?}: it takes \"maxConcurrent\", \"timeoutSeconds\", \"isolation\" and \"idleSeconds\""
+        );
     }
     let max_concurrent = weir
         .get("maxConcurrent")
@@ -412,18 +440,26 @@ fn limits_of(server: &Value) -> anyhow::Result<Limits> {
                 .context("\"weir.maxConcurrent\" must be a whole number, 1 or more")
         })
         .transpose()?;
-    let timeout = weir
-        .get("timeoutSeconds")
-        .map(|s| {
-            s.as_f64()
-                .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
-                .map(Duration::from_secs_f64)
-                .context("\"weir.timeoutSeconds\" must be a number of seconds above 0")
-        })
-        .transpose()?;
+    let seconds = |key: &str| {
+        weir.get(key)
+            .map(|s| {
+                s.as_f64()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+                    .map(Duration::from_secs_f64)
+                    .with_context(|| format!("\"weir.{key}\" must be a number of seconds above 0"))
+            })
+            .transpose()
+    };
+    let isolation = match weir.get("isolation").map(|value| value.as_str()) {
+        None | Some(Some("shared")) => Isolation::Shared,
+        Some(Some("per-caller")) => Isolation::PerCaller,
+        Some(_) => bail!("\"weir.isolation\" must be \"shared\" or \"per-caller\""),
+    };
     Ok(Limits {
         max_concurrent,
-        timeout,
+        timeout: seconds("timeoutSeconds")?,
+        isolation,
+        idle: seconds("idleSeconds")?,
     })
 }
 
@@ -545,7 +581,17 @@ mod tests {
             limits_of(&server).unwrap(),
             Limits {
                 max_concurrent: Some(2),
-                timeout: Some(Duration::from_millis(1500))
+                timeout: Some(Duration::from_millis(1500)),
+                ..Limits::default()
+            }
+        );
+        let server = serde_json::json!({"weir": {"isolation": "per-caller", "idleSeconds": 30}});
+        assert_eq!(
+            limits_of(&server).unwrap(),
+            Limits {
+                isolation: Isolation::PerCaller,
+                idle: Some(Duration::from_secs(30)),
+                ..Limits::default()
             }
         );
         assert_eq!(
@@ -557,6 +603,8 @@ mod tests {
             serde_json::json!({"weir": {"maxConcurrent": 1.5}}),
             serde_json::json!({"weir": {"timeoutSeconds": -1}}),
             serde_json::json!({"weir": {"timeout": 5}}),
+            serde_json::json!({"weir": {"isolation": "per-session"}}),
+            serde_json::json!({"weir": {"idleSeconds": 0}}),
             serde_json::json!({"weir": 5}),
         ] {
             assert!(limits_of(&bad).is_err(), "{bad}");

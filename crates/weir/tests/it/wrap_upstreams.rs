@@ -304,3 +304,198 @@ fn a_session_http_upstream_that_restarted_is_reconnected_by_the_next_call() {
         "{answer}\n{health}"
     );
 }
+
+/// `weir serve --http` with an upstreams file and two named tokens, alice
+/// and bob, each granted the upstream `counter` and weir's runs tools.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Served {
+    fn start(dir: &Path, upstreams: &Path) -> Served {
+        use std::io::BufRead;
+        use std::os::unix::fs::PermissionsExt;
+        let tokens = dir.join("tokens");
+        let grant = "packs=upstream:counter,runs";
+        std::fs::write(
+            &tokens,
+            format!("alice token:{ALICE} {grant}\nbob token:{BOB} {grant}\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let mut child = Command::new(WEIR)
+            .args(["serve", "--http", "127.0.0.1:0", "--memory", "--no-exec"])
+            .arg("--upstreams")
+            .arg(upstreams)
+            .arg("--tokens-file")
+            .arg(&tokens)
+            .env_remove("WEIR_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("weir serve says where it serves")
+                .unwrap();
+            if let Some(at) = line.find("serving MCP at ") {
+                let rest = &line[at + "serving MCP at ".len()..];
+                break rest.split_whitespace().next().unwrap().to_owned();
+            }
+        };
+        // Keep reading, so that weir never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Served { child, url }
+    }
+
+    /// `weir call --url … --token TOKEN TOOL`: its stdout, trimmed.
+    fn call(&self, token: &str, tool: &str) -> String {
+        let output = Command::new(WEIR)
+            .args(["call", "--url", &self.url, "--token", token, tool])
+            .env_remove("WEIR_TOKEN")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        assert!(
+            output.status.success(),
+            "weir call {tool}: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout
+    }
+
+    /// `get_status`'s account of the upstream `counter`, as alice sees it.
+    fn counter_status(&self) -> Value {
+        let output = Command::new(WEIR)
+            .args([
+                "call",
+                "--url",
+                &self.url,
+                "--token",
+                ALICE,
+                "--output",
+                "jsonl",
+                "get_status",
+            ])
+            .env_remove("WEIR_TOKEN")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        stdout
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find_map(|event| {
+                let status = event.pointer("/structured/upstreams/counter")?;
+                Some(status.clone())
+            })
+            .unwrap_or_else(|| panic!("no status of counter in {stdout}"))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const ALICE: &str = "alice-token-0123456789abcdef";
+const BOB: &str = "bob-token-0123456789abcdef";
+
+/// An upstreams file declaring tests/wrap's FastMCP server (stdio) as
+/// `counter`, with this `"weir"` object.
+fn counter_upstreams(dir: &Path, log: &Path, weir: Value) -> PathBuf {
+    let (python, wrap) = python_for("WRAP_FASTMCP_PYTHON", "py-fastmcp");
+    let file = dir.join("upstreams.json");
+    let declared = json!({"mcpServers": {"counter": {
+        "command": python,
+        "args": [wrap.join("fastmcp_server.py")],
+        "env": {"WRAP_LOG": log},
+        "weir": weir,
+    }}});
+    std::fs::write(&file, declared.to_string()).unwrap();
+    file
+}
+
+/// The pid of the process that answered each `count` call, in order.
+fn counted_by(log: &Path) -> Vec<u64> {
+    recorded(log)
+        .iter()
+        .filter(|event| event["event"] == "count")
+        .map(|event| event["pid"].as_u64().unwrap())
+        .collect()
+}
+
+fn alive(pid: u64) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+}
+
+#[test]
+fn a_per_caller_upstream_keeps_each_tokens_state_in_its_own_process_until_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("upstream.jsonl");
+    let upstreams = counter_upstreams(
+        dir.path(),
+        &log,
+        json!({"isolation": "per-caller", "idleSeconds": 3}),
+    );
+    let weir = Served::start(dir.path(), &upstreams);
+    // Each caller counts on its own.
+    assert_eq!(weir.call(ALICE, "counter__count"), "count 1");
+    assert_eq!(weir.call(ALICE, "counter__count"), "count 2");
+    assert_eq!(weir.call(BOB, "counter__count"), "count 1");
+    assert_eq!(weir.call(ALICE, "counter__count"), "count 3");
+    let pids = counted_by(&log);
+    let (alice, bob) = (pids[0], pids[2]);
+    assert_eq!(pids, [alice, alice, bob, alice]);
+    assert_ne!(alice, bob);
+    // Neither is the process weir listed the tools with at start.
+    let listed = recorded(&log)[0]["pid"].as_u64().unwrap();
+    assert!(![alice, bob].contains(&listed), "{:#?}", recorded(&log));
+    let status = weir.counter_status();
+    assert_eq!(status["isolation"], "per-caller", "{status}");
+    assert_eq!(status["idleSeconds"], 3.0, "{status}");
+    let callers = &status["callers"];
+    assert_eq!(callers["alice"]["state"], "up", "{status}");
+    assert_eq!(callers["alice"]["calls"], 3, "{status}");
+    assert_eq!(callers["bob"]["calls"], 1, "{status}");
+    // Idle for its idleSeconds: both processes end, get_status drops them.
+    let until = Instant::now() + Duration::from_secs(15);
+    while alive(alice) || alive(bob) {
+        assert!(Instant::now() < until, "still running after 15 s idle");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = weir.counter_status();
+    assert_eq!(status["callers"], json!({}), "{status}");
+    // The next call starts a new one, which counts from the start.
+    assert_eq!(weir.call(ALICE, "counter__count"), "count 1");
+    assert!(!counted_by(&log)[4..].contains(&alice));
+}
+
+#[test]
+fn a_shared_upstream_keeps_one_state_for_every_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("upstream.jsonl");
+    let upstreams = counter_upstreams(dir.path(), &log, json!({}));
+    let weir = Served::start(dir.path(), &upstreams);
+    assert_eq!(weir.call(ALICE, "counter__count"), "count 1");
+    assert_eq!(weir.call(BOB, "counter__count"), "count 2");
+    assert_eq!(weir.call(ALICE, "counter__count"), "count 3");
+    let pids = counted_by(&log);
+    let listed = recorded(&log)[0]["pid"].as_u64().unwrap();
+    assert_eq!(pids, [listed; 3]);
+    let status = weir.counter_status();
+    assert_eq!(status["callers"], Value::Null, "{status}");
+    assert_eq!(status["calls"], 3, "{status}");
+}
