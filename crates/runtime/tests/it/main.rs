@@ -2,5 +2,6 @@
 //! Store-specific tests live with their store (`weir-store-sqlite`).
 
 mod contract;
+mod registry;
 mod scheduler;
 mod scopes;
