@@ -1129,3 +1129,123 @@ fn an_upstreams_tools_list_changed_is_followed_and_forwarded() {
     let note = served.request("resources/read", json!({"uri": "notes://note/4"}));
     assert_eq!(note["result"]["contents"][0]["text"], "note 4", "{note}");
 }
+
+/// A 2025-11-25 request over HTTP/1.0 to weir at `addr` in `session` (or
+/// none): the response's head and its JSON-RPC answer.
+fn session_request(
+    addr: &str,
+    session: Option<&str>,
+    method: &str,
+    params: Value,
+) -> (String, Value) {
+    use std::io::Read;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(session) = session {
+        head.push_str(&format!(
+            "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+        ));
+    }
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream
+        .write_all(format!("{head}\r\n{body}").as_bytes())
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let data = body
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(body);
+    let message = serde_json::from_str(data.trim()).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    (head.to_owned(), message)
+}
+
+#[test]
+fn an_http_session_hears_an_upstreams_list_change_on_its_standalone_stream() {
+    let command = sdk_server();
+    let mut served = Command::new(WEIR)
+        .args(["serve", "--http", "127.0.0.1:0", "--memory", "--no-exec"])
+        .args(["--upstream", &format!("sdk=-- {}", command.join(" "))])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(served.stderr.take().unwrap()).lines();
+    let said = lines.next().unwrap().unwrap();
+    let addr = said
+        .split("serving MCP at http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("{said}"))
+        .to_owned();
+    let (head, init) = session_request(
+        &addr,
+        None,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert_eq!(
+        init["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{init}"
+    );
+    let session = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {head}"));
+    // The session's standalone stream, read on a thread of its own.
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "GET /mcp HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    )
+    .unwrap();
+    let (heard, hearing) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            if heard.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let status = hearing.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(status.contains(" 200 "), "{status}");
+    let (_, answer) = session_request(
+        &addr,
+        Some(&session),
+        "tools/call",
+        json!({"name": "sdk__add_tool", "arguments": {}}),
+    );
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "added echo_1",
+        "{answer}"
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let Ok(line) = hearing.recv_timeout(left) else {
+            panic!("no tools/list_changed on the standalone stream within 10 s: {seen:?}");
+        };
+        if line.contains("notifications/tools/list_changed") {
+            break;
+        }
+        seen.push(line);
+    }
+    let (_, tools) = session_request(&addr, Some(&session), "tools/list", json!({}));
+    assert!(tools.to_string().contains("\"sdk__echo_1\""), "{tools}");
+    let _ = served.kill();
+    let _ = served.wait();
+}
