@@ -129,8 +129,11 @@ pub(crate) struct Following {
     pub(crate) scheduler: Scheduler,
     pub(crate) server: McpServer,
     /// Whether `--tools`/`--no-tools` serve the tool of this upstream.
-    pub(crate) keep: Arc<dyn Fn(&str, &str) -> bool + Send + Sync>,
+    pub(crate) keep: Keep,
 }
+
+/// Whether weir serves the tool (its served name) of the upstream.
+pub(crate) type Keep = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
 /// Keeps the tools of upstream `upstream` current: at each
 /// `notifications/tools/list_changed` it sends, they are listed again and
