@@ -276,6 +276,16 @@ pub fn check_pack(pack: &dyn Pack, checks: Vec<ToolCheck<'_>>) {
     }
 }
 
+/// The description of `pack`'s tool `name`, as the pack registers it: what
+/// a [`ToolCheck`] of it starts from.
+pub fn info_of(pack: &dyn Pack, name: &str) -> ToolInfo {
+    let infos = pack.tools().into_iter().map(|tool| tool.info());
+    infos
+        .into_iter()
+        .find(|info| info.name == name)
+        .unwrap_or_else(|| panic!("pack {} has no tool {name}", pack.name()))
+}
+
 /// Whether the scheduler's own schema check (which refuses a call before
 /// any run starts) must refuse a forbidden value too: it checks types,
 /// required and unknown fields, enums and bounds, not every keyword.

@@ -709,15 +709,10 @@ mod tests {
     /// Every tool's schema and parser agree (the check every pack runs).
     #[test]
     fn every_tool_s_schema_and_parser_agree() {
-        use weir_runtime::Pack;
-        use weir_runtime::tool_contract::{ToolCheck, check_pack, fields_of};
+        use weir_runtime::tool_contract::{ToolCheck, check_pack, fields_of, info_of};
 
         let pack = crate::CritiquePack::new(crate::CritiqueConfig::default()).unwrap();
-        let tools = pack.tools();
-        let info = |name: &str| {
-            let found = tools.iter().map(|tool| tool.info());
-            found.into_iter().find(|info| info.name == name).unwrap()
-        };
+        let info = |name: &str| info_of(&pack, name);
         let page = "a page of a report, not a run: paging_by_context_id_or_cursor";
         check_pack(
             &pack,

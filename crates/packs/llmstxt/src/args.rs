@@ -239,8 +239,8 @@ pub(crate) fn validate_schema() -> Value {
 
 #[cfg(test)]
 mod tests {
-    use weir_runtime::tool_contract::{ToolCheck, check_pack, fields_of};
-    use weir_runtime::{Pack, Roots};
+    use weir_runtime::Roots;
+    use weir_runtime::tool_contract::{ToolCheck, check_pack, fields_of, info_of};
 
     use super::*;
     use crate::{LlmsTxtConfig, LlmsTxtPack};
@@ -250,11 +250,7 @@ mod tests {
     fn every_tool_s_schema_and_parser_agree() {
         let roots = Roots::new([std::env::temp_dir()]).unwrap();
         let pack = LlmsTxtPack::new(LlmsTxtConfig::new(roots)).unwrap();
-        let tools = pack.tools();
-        let info = |name: &str| {
-            let found = tools.iter().map(|tool| tool.info());
-            found.into_iter().find(|info| info.name == name).unwrap()
-        };
+        let info = |name: &str| info_of(&pack, name);
         check_pack(
             &pack,
             vec![

@@ -223,8 +223,8 @@ impl Checked for PrepareChangeArgs {
 
 #[cfg(test)]
 mod tests {
-    use weir_runtime::tool_contract::{ToolCheck, check_pack, fields_of};
-    use weir_runtime::{Pack, Roots};
+    use weir_runtime::Roots;
+    use weir_runtime::tool_contract::{ToolCheck, check_pack, fields_of, info_of};
 
     use super::*;
     use crate::{CodeIntelConfig, CodeIntelPack};
@@ -235,11 +235,7 @@ mod tests {
         let dir = std::env::temp_dir();
         let roots = Roots::new([dir.clone()]).unwrap();
         let pack = CodeIntelPack::new(CodeIntelConfig::new(dir.join("index"), roots));
-        let tools = pack.tools();
-        let info = |name: &str| {
-            let found = tools.iter().map(|tool| tool.info());
-            found.into_iter().find(|info| info.name == name).unwrap()
-        };
+        let info = |name: &str| info_of(&pack, name);
         fn check<'a, T: Checked + 'static>(info: weir_runtime::ToolInfo) -> ToolCheck<'a> {
             ToolCheck::new(info, |arguments| parse::<T>(arguments).map(drop))
                 .fields(fields_of::<T>())
