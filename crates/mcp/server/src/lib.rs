@@ -29,7 +29,7 @@
 //! |---|---|
 //! | transports | `transport::{stdio, http}`: messages in and out |
 //! | dispatch | `server`: [`McpServer`], method → handler |
-//! | handlers | `handlers::{lifecycle, tools, tasks, resources, prompts, builtin}`: free functions over the shared state, one module per group of methods (`builtin`: weir's own `runs_*` and `get_status` tools and `weir://runs/…` resources) |
+//! | handlers | `handlers::{lifecycle, tools, tasks, resources, prompts, builtin, upstream}`: free functions over the shared state, one module per group of methods (`builtin`: weir's own `runs_*` and `get_status` tools and `weir://runs/…` resources; `upstream`: the upstreams' resources and prompts, passed through) |
 //! | following | `follow`: the one loop over a run's log, for calls, resumed streams and tasks |
 //! | projection | `projection` (events → MCP messages and the final result), `session` (a client's session, outgoing messages) |
 //! | ground | `state` (scheduler, catalog, settings), `caller` (who a request comes from, and the runs it may see), `errors`, `protocol` (the revision a request speaks), `wire` (MCP's JSON forms), `delivery` (the bounded per-client queue in which progress coalesces), [`catalog`] |
