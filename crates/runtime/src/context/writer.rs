@@ -1,0 +1,131 @@
+//! The one writer of a run's log: a task that takes what a [`RunContext`]
+//! sends, numbers it densely, passes it through the [`CompletionGuard`] and
+//! appends it in batches.
+//!
+//! [`RunContext`]: crate::RunContext
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use weir_core::{CompletionGuard, EventKind, RunEvent, RunId, Seq};
+
+use crate::context::now_ms;
+use crate::log::{Batch, EventLog, LogError};
+
+/// Most events the writer appends in one batch.
+const MAX_BATCH: usize = 512;
+
+/// What a [`RunContext`] sends its writer.
+pub(crate) enum Command {
+    Emit(EventKind),
+    Flush(oneshot::Sender<Result<(), LogError>>),
+}
+
+/// Appends a batch, retrying a failing store a few times before giving up.
+async fn append_patiently(log: &dyn EventLog, events: Batch) -> Result<(), LogError> {
+    let mut delay = Duration::from_millis(10);
+    loop {
+        match log.append(events.clone()).await {
+            Err(LogError::Storage { .. }) if delay < Duration::from_secs(1) => {
+                tokio::time::sleep(delay).await;
+                delay *= 4;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The one writer of a run's log. Numbers events densely from `next_seq`,
+/// passes each through the [`CompletionGuard`], appends in batches, and
+/// stops after the terminal event. If every sender goes away first, it writes
+/// the `failed` event the guard says is owed. Returns the terminal event it
+/// wrote, or `None` if the store would not take it (start-up recovery closes
+/// such a run later).
+pub(crate) async fn write_run(
+    log: Arc<dyn EventLog>,
+    run_id: RunId,
+    mut next_seq: Seq,
+    mut commands: mpsc::Receiver<Command>,
+    cancel: CancellationToken,
+) -> Option<RunEvent> {
+    let mut guard = CompletionGuard::new();
+    let mut received = Vec::with_capacity(MAX_BATCH);
+    loop {
+        if commands.recv_many(&mut received, MAX_BATCH).await == 0 {
+            break; // every sender is gone
+        }
+        let mut batch = Vec::with_capacity(received.len());
+        let mut flushes = Vec::new();
+        for command in received.drain(..) {
+            match command {
+                Command::Emit(kind) => {
+                    // Refused only after the terminal event; such stragglers are dropped.
+                    if guard.admit(&kind).is_ok() {
+                        batch.push(RunEvent {
+                            run_id: run_id.clone(),
+                            seq: next_seq + batch.len() as Seq,
+                            ts: now_ms(),
+                            kind,
+                        });
+                    }
+                }
+                Command::Flush(ack) => flushes.push(ack),
+            }
+        }
+        let appended = batch.len() as Seq;
+        let terminal = batch
+            .last()
+            .filter(|event| event.kind.is_terminal())
+            .cloned();
+        let result = append_patiently(&*log, batch.into()).await;
+        let failure = result.as_ref().err().map(ToString::to_string);
+        for ack in flushes {
+            let _ = ack.send(match &failure {
+                None => Ok(()),
+                Some(message) => Err(LogError::Storage {
+                    doing: "appending events",
+                    message: message.clone(),
+                }),
+            });
+        }
+        match result {
+            Ok(()) if terminal.is_some() => return terminal,
+            Ok(()) => next_seq += appended,
+            Err(error) => {
+                // The store is failing: stop the tool and try to close the run.
+                cancel.cancel();
+                commands.close();
+                let failed = weir_core::RunError::new(
+                    weir_core::FailureCode::Internal,
+                    format!("the event log could not be written: {error}"),
+                )
+                .with_remediation("check the data directory's disk space and permissions, then call the tool again");
+                let event = RunEvent {
+                    run_id,
+                    seq: next_seq,
+                    ts: now_ms(),
+                    kind: weir_core::Failed { error: failed }.into(),
+                };
+                return log
+                    .append(Arc::new([event.clone()]))
+                    .await
+                    .ok()
+                    .map(|()| event);
+            }
+        }
+    }
+    commands.close();
+    let owed = guard.on_writer_exit()?;
+    let event = RunEvent {
+        run_id,
+        seq: next_seq,
+        ts: now_ms(),
+        kind: owed,
+    };
+    append_patiently(&*log, Arc::new([event.clone()]))
+        .await
+        .ok()
+        .map(|()| event)
+}
