@@ -10,6 +10,7 @@ mod exit;
 mod index;
 #[cfg(feature = "llmstxt")]
 mod llmstxt;
+mod node;
 mod output;
 mod packs;
 #[cfg(feature = "plan")]

@@ -39,24 +39,13 @@ pub(crate) fn roots(args: &ServeArgs) -> anyhow::Result<Roots> {
     Roots::new(&args.roots).context("in --root (or WEIR_ROOTS)")
 }
 
-/// The packs `args` asks for, built (each may probe the machine first).
-/// `data_dir` holds the runs' store: no pack may let a run see it.
-pub(crate) async fn enabled(
-    args: &ServeArgs,
-    data_dir: &Path,
-    roots: &Roots,
-) -> anyhow::Result<Vec<Box<dyn Pack>>> {
-    // Read (and a bad declaration refused) whether or not a pack uses them.
-    let upstreams = crate::upstreams::Upstreams::from_args(&args.upstreams)?;
-    let caller = Arc::new(crate::remote_caller::ClientCaller::new(upstreams));
-    enabled_with(args, data_dir, roots, caller).await
-}
-
-/// [`enabled`], with the upstreams reached through `caller` (the plan
-/// pack's steps). `weir wrap` has no pack.
+/// The packs `args` asks for, built (each may probe the machine first),
+/// the plan pack's steps reaching the upstreams through `caller`.
+/// `data_dir` holds the runs' store: no pack may let a run see it. `weir
+/// wrap` has no pack.
 #[cfg_attr(not(feature = "exec"), allow(unused_variables))]
 #[cfg_attr(not(feature = "plan"), allow(unused_variables))]
-pub(crate) async fn enabled_with(
+pub(crate) async fn enabled(
     args: &ServeArgs,
     data_dir: &Path,
     roots: &Roots,

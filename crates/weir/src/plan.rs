@@ -6,7 +6,6 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -16,12 +15,12 @@ use tokio::signal::unix::{SignalKind, signal};
 use weir_client::{CallEvent, CallOptions, Client, ClientError, ClientOptions, Target};
 use weir_core::{Content, EventKind, RunEvent};
 use weir_pack_plan::{MAX_PLAN_BYTES, Plan};
-use weir_runtime::{EventLog, MemoryLog, RunOptions, Scheduler, SchedulerConfig};
+use weir_runtime::RunOptions;
 
 use crate::cli::{OutputFormat, PlanRunArgs, ServeArgs};
 use crate::exit::Outcome;
-use crate::packs;
-use crate::store;
+use crate::node::{self, UpstreamTools};
+use crate::upstreams::Upstreams;
 
 pub(crate) async fn run(data_dir: &Path, args: PlanRunArgs) -> anyhow::Result<Outcome> {
     let plan = read_plan(&args.plan)?;
@@ -96,28 +95,10 @@ async fn local(
         }
         serve.upstreams.upstreams_file = given.upstreams_file;
     }
-    let log: Arc<dyn EventLog> = if serve.memory {
-        Arc::new(MemoryLog::new())
-    } else {
-        Arc::new(store::sqlite(data_dir)?)
-    };
-    let mut tools = Vec::new();
-    let roots = packs::roots(&serve)?;
-    for pack in packs::enabled(&serve, data_dir, &roots).await? {
-        if let Some(warning) = pack.warning() {
-            eprintln!("weir: warning: {warning}");
-        }
-        tools.extend(pack.tools());
-    }
-    let config = SchedulerConfig {
-        max_concurrent: serve.max_concurrent,
-        max_per_tool: serve.max_concurrent,
-        max_queue: serve.max_queue,
-        retention: (serve.retention_days > 0)
-            .then(|| Duration::from_secs(serve.retention_days * 86_400)),
-        ..SchedulerConfig::default()
-    };
-    let scheduler = Scheduler::start(log.clone(), tools, config).await?;
+    let upstreams = Upstreams::from_args(&serve.upstreams)?;
+    let node = node::assemble(data_dir, &serve, upstreams, UpstreamTools::Reached).await?;
+    let scheduler = node.scheduler.clone();
+    let log = scheduler.log().clone();
     let run = scheduler
         .submit("plan_run", json!({ "plan": plan }), RunOptions::default())
         .await?;

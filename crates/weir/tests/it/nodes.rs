@@ -1195,3 +1195,61 @@ fn an_upstream_run_started_on_one_node_is_followed_and_cancelled_from_another() 
         "{run}"
     );
 }
+
+/// `weir runs list --json` of the Redis at `url`.
+#[cfg(feature = "plan")]
+fn listed_runs(url: &str) -> Vec<Value> {
+    let output = Command::new(WEIR)
+        .args(["runs", "list", "--json", "--limit", "100", "--redis", url])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// `weir plan run -- --redis URL` (issue 25) is a node like `weir serve
+/// --redis URL`: its plan's run and its step's are in that Redis, the
+/// step a child of the plan, and the data directory holds none of them.
+#[cfg(feature = "plan")]
+#[test]
+fn plan_run_with_redis_keeps_its_runs_in_redis() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "name: on-redis\nsteps:\n  - id: hello\n    tool: test_simple_text\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let output = Command::new(WEIR)
+        .args(["plan", "run"])
+        .arg(&plan)
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--", "--fixtures", "--no-exec", "--redis", &redis.url()])
+        .env_remove("WEIR_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let runs = listed_runs(&redis.url());
+    let plan_run = runs
+        .iter()
+        .find(|run| run["tool"] == "plan_run")
+        .unwrap_or_else(|| panic!("no plan_run in the Redis: {runs:?}"));
+    assert_eq!(plan_run["state"], "completed", "{plan_run}");
+    let steps: Vec<_> = runs
+        .iter()
+        .filter(|run| run["parent"] == plan_run["run_id"])
+        .map(|run| {
+            (
+                run["tool"].as_str().unwrap(),
+                run["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(steps, [("test_simple_text", "completed")]);
+    // Nothing went to the data directory's store: it was never made.
+    assert!(!data.join("weir.db").exists());
+}
