@@ -172,36 +172,12 @@ pub(crate) async fn run(
     ctx: &RunContext,
     call: Generate,
 ) -> Result<Completed, RunError> {
-    let tool_error = |message: String| RunError::new(FailureCode::ToolError, message);
-    let checkout = source::open(&call.source, roots, clone)
-        .await
-        .map_err(|error| match error {
-            source::SourceError::Roots(error) => RunError::from(error),
-            source::SourceError::NotAllowed { .. } => {
-                RunError::new(FailureCode::InvalidArguments, error.to_string())
-            }
-            error => tool_error(error.to_string()),
-        })?;
-    // Refused before any work: where the files would go, and what is there.
-    let targets = write_targets(&call, &checkout)?;
-    let root = checkout.root.clone();
-    let limits = call.limits;
-    let gathered = tokio::task::spawn_blocking(move || gather::gather(&root, limits))
-        .await
-        .map_err(|error| RunError::new(FailureCode::Internal, format!("gathering files: {error}")))?
-        .map_err(|error| tool_error(error.to_string()))?;
-    let files = gathered.files;
-    if files.is_empty() {
-        return Err(tool_error(format!(
-            "{} has no README, docs, manifests or examples to describe (walked {} entries)",
-            call.source, gathered.walked
-        )));
-    }
-
+    let (checkout, targets, gathered) = open_and_gather(&call, roots, clone).await?;
+    let files = &gathered.files;
     let name = call
         .name
         .clone()
-        .unwrap_or_else(|| project::name(&files, &checkout.dir_name));
+        .unwrap_or_else(|| project::name(files, &checkout.dir_name));
     let mut usage = ModelUse::default();
     let client = match (client, call.use_model) {
         (None, _) => {
@@ -215,156 +191,23 @@ pub(crate) async fn run(
         }
         (Some(client), true) => Some(client),
     };
-    // Sections in a fixed order; a link per file.
-    let mut sections: Vec<(&'static str, Vec<Linked>)> = Vec::new();
-    for (index, file) in files.iter().enumerate() {
-        let section = project::section_of(file);
-        let link = Link {
-            title: project::title(file),
-            url: match &call.base_url {
-                Some(base) => format!("{base}{}", file.path),
-                None => file.path.clone(),
-            },
-            note: project::note(file),
-        };
-        match sections.iter_mut().find(|(name, _)| *name == section) {
-            Some((_, links)) => links.push((index, link, Origin::Repository)),
-            None => sections.push((section, vec![(index, link, Origin::Repository)])),
-        }
-    }
-    // Optional last, as the spec has it.
-    sections.sort_by_key(|(name, _)| *name == spec::OPTIONAL);
+    let mut sections = sections(files, call.base_url.as_deref());
     let total = 3 + sections.len() as u64;
-    ctx.emit(Meta {
-        total: None,
-        backends: vec![if client.is_some() { "model".into() } else { "repository".into() }],
-        info: json!({
-            "source": call.source,
-            "cloned": checkout.cloned,
-            "model": client.map(|client| json!({"endpoint": client.url(), "model": client.config().model})),
-        }),
-        ..Meta::default()
-    })
-    .await
-    ?;
-    ctx.milestone(
-        Milestone::new("gathered")
-            .message(format!(
-                "{} files of {} entries ({} left out by the limits{})",
-                files.len(),
-                gathered.walked,
-                gathered.left_out,
-                if gathered.walk_capped {
-                    "; the walk stopped early: a vast tree"
-                } else {
-                    ""
-                }
-            ))
-            .progress(1, total),
+    announce(ctx, &call, &checkout, client, &gathered, total).await?;
+    let summary = summarize(ctx, client, &name, files, &mut usage).await?;
+    let max_links = call.max_model_links;
+    describe(
+        ctx,
+        client,
+        max_links,
+        &name,
+        files,
+        &mut sections,
+        &mut usage,
     )
     .await?;
 
-    // Turns a failed call into a warning; stops using the model once its
-    // breaker refuses, or once it broke one of the client's bounds (a
-    // server that streamed too long or too much is not asked again).
-    async fn failed(
-        ctx: &RunContext,
-        usage: &mut ModelUse,
-        what: &str,
-        error: LlmError,
-    ) -> Result<(), RunError> {
-        let partial = error.tokens_before() > 0;
-        let message = format!(
-            "the model gave no {what}{}: {error}; the repository's own text is used instead",
-            if partial {
-                " (its answer broke off)"
-            } else {
-                ""
-            }
-        );
-        if matches!(error, LlmError::BreakerOpen { .. }) || error.is_bound() {
-            usage.unused.get_or_insert_with(|| error.to_string());
-        }
-        usage.failures.push(message.clone());
-        ctx.emit(Warning { message }).await.map_err(RunError::from)
-    }
-
-    let mut summary = (project::summary(&files, &name), Origin::Repository);
-    if let Some(client) = client {
-        match ask(
-            ctx,
-            client,
-            "summary",
-            summary_request(&name, &files),
-            &mut usage,
-        )
-        .await?
-        {
-            Ok(answer) => match clean(&answer, 300) {
-                Some(text) => summary = (text, Origin::Model),
-                None => usage.failures.push("the model's summary was empty".into()),
-            },
-            Err(error) => failed(ctx, &mut usage, "summary", error).await?,
-        }
-    }
-    ctx.milestone(
-        Milestone::new("summarized")
-            .message(summary.0.clone())
-            .done(2),
-    )
-    .await?;
-
-    let count = sections.len();
-    let mut described = 0;
-    for (k, (section, links)) in sections.iter_mut().enumerate() {
-        for (index, link, origin) in links.iter_mut() {
-            let wanted =
-                client.filter(|_| described < call.max_model_links && usage.unused.is_none());
-            let Some(client) = wanted else { continue };
-            described += 1;
-            let file = &files[*index];
-            match ask(
-                ctx,
-                client,
-                &file.path,
-                note_request(&name, file),
-                &mut usage,
-            )
-            .await?
-            {
-                Ok(answer) => {
-                    if let Some(note) = clean(&answer, 160) {
-                        link.note = Some(note);
-                        *origin = Origin::Model;
-                    }
-                }
-                Err(error) => {
-                    failed(ctx, &mut usage, &format!("note for {}", file.path), error).await?
-                }
-            }
-        }
-        ctx.milestone(
-            Milestone::new("section")
-                .message(format!(
-                    "section {}/{count}: {section} ({} links)",
-                    k + 1,
-                    links.len()
-                ))
-                .done(3 + k as u64),
-        )
-        .await?;
-    }
-
-    let from_model = usage.answered > 0;
-    let all_model = summary.1 == Origin::Model
-        && sections
-            .iter()
-            .all(|(_, links)| links.iter().all(|(_, _, origin)| *origin == Origin::Model));
-    let mode = match (from_model, all_model) {
-        (false, _) => "fallback",
-        (true, true) => "model",
-        (true, false) => "mixed",
-    };
+    let mode = mode(&usage, summary.1, &sections);
     let mut info = vec![format!(
         "Generated by weir's llmstxt_generate from {} of the repository's files.",
         files.len()
@@ -412,34 +255,8 @@ pub(crate) async fn run(
     let documents = ByUrl(by_url);
     let full = formats::full(&doc, &documents);
     let ctx_text = formats::ctx(&doc, &documents);
-    let structured_sections: Vec<Value> = sections
-        .iter()
-        .zip(&doc.sections)
-        .map(|((_, links), section)| {
-            json!({
-                "title": section.name,
-                "links": links.iter().zip(&section.links).map(|((index, _, origin), link)| json!({
-                    "title": link.title,
-                    "url": link.url,
-                    "note": link.note,
-                    "note_from": origin.name(),
-                    "path": files[*index].path,
-                    "bytes": files[*index].bytes,
-                    "truncated": files[*index].truncated,
-                })).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    let model = json!({
-        "endpoint": client.map(ChatClient::url),
-        "model": client.map(|client| client.config().model.clone()),
-        "calls": usage.calls,
-        "answered": usage.answered,
-        "tokens": usage.tokens,
-        "first_token_ms": usage.first_token_ms,
-        "unused": usage.unused,
-        "failures": usage.failures,
-    });
+    let structured_sections = structured_sections(&sections, &doc, files);
+    let model = model_json(client, &usage);
     let llms_json = json!({
         "project": {"name": doc.title, "summary": doc.summary, "summary_from": summary.1.name()},
         "mode": mode,
@@ -463,20 +280,7 @@ pub(crate) async fn run(
         }
         None => Vec::new(),
     };
-    let mut artifacts = Vec::new();
-    for (artifact, mime, data) in [
-        ("llms.txt", "text/markdown", llms_txt.clone().into_bytes()),
-        ("llms-full.txt", "text/markdown", full.into_bytes()),
-        ("llms-ctx.txt", "application/xml", ctx_text.into_bytes()),
-        (
-            "llms.json",
-            "application/json",
-            serde_json::to_vec_pretty(&llms_json).expect("JSON values serialize"),
-        ),
-    ] {
-        let stored = ctx.artifact(artifact, mime, data).await?;
-        artifacts.push(json!({"name": stored.name, "uri": stored.uri, "mime": stored.mime, "bytes": stored.bytes}));
-    }
+    let artifacts = store_artifacts(ctx, &llms_txt, full, ctx_text, &llms_json).await?;
     ctx.milestone(
         Milestone::new("written")
             .message("llms.txt, llms-full.txt, llms-ctx.txt, llms.json")
@@ -484,20 +288,7 @@ pub(crate) async fn run(
     )
     .await?;
 
-    let how = match mode {
-        "fallback" => format!(
-            "fallback, from the repository alone: {}",
-            usage
-                .unused
-                .as_deref()
-                .unwrap_or("the model did not answer")
-        ),
-        "mixed" => format!(
-            "with the model, and the repository's own text where it did not answer ({} failures)",
-            usage.failures.len()
-        ),
-        _ => "with the model".into(),
-    };
+    let how = how(mode, &usage);
     let wrote = if written.is_empty() {
         String::new()
     } else {
@@ -534,6 +325,314 @@ pub(crate) async fn run(
             "model": model,
         })),
     })
+}
+
+/// Opens the source, checks where `write` would put the files, and
+/// gathers the files to describe: refused before any work when the
+/// targets are taken, failed when there is nothing to describe.
+async fn open_and_gather(
+    call: &Generate,
+    roots: &Roots,
+    clone: &CloneConfig,
+) -> Result<
+    (
+        source::Checkout,
+        Option<std::path::PathBuf>,
+        gather::Gathered,
+    ),
+    RunError,
+> {
+    let tool_error = |message: String| RunError::new(FailureCode::ToolError, message);
+    let checkout = source::open(&call.source, roots, clone)
+        .await
+        .map_err(|error| match error {
+            source::SourceError::Roots(error) => RunError::from(error),
+            source::SourceError::NotAllowed { .. } => {
+                RunError::new(FailureCode::InvalidArguments, error.to_string())
+            }
+            error => tool_error(error.to_string()),
+        })?;
+    // Refused before any work: where the files would go, and what is there.
+    let targets = write_targets(call, &checkout)?;
+    let root = checkout.root.clone();
+    let limits = call.limits;
+    let gathered = tokio::task::spawn_blocking(move || gather::gather(&root, limits))
+        .await
+        .map_err(|error| RunError::new(FailureCode::Internal, format!("gathering files: {error}")))?
+        .map_err(|error| tool_error(error.to_string()))?;
+    if gathered.files.is_empty() {
+        return Err(tool_error(format!(
+            "{} has no README, docs, manifests or examples to describe (walked {} entries)",
+            call.source, gathered.walked
+        )));
+    }
+    Ok((checkout, targets, gathered))
+}
+
+/// The sections of the file, in a fixed order with Optional last (as the
+/// spec has it), a link per file.
+fn sections(files: &[File], base_url: Option<&str>) -> Vec<(&'static str, Vec<Linked>)> {
+    let mut sections: Vec<(&'static str, Vec<Linked>)> = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        let section = project::section_of(file);
+        let link = Link {
+            title: project::title(file),
+            url: match base_url {
+                Some(base) => format!("{base}{}", file.path),
+                None => file.path.clone(),
+            },
+            note: project::note(file),
+        };
+        match sections.iter_mut().find(|(name, _)| *name == section) {
+            Some((_, links)) => links.push((index, link, Origin::Repository)),
+            None => sections.push((section, vec![(index, link, Origin::Repository)])),
+        }
+    }
+    sections.sort_by_key(|(name, _)| *name == spec::OPTIONAL);
+    sections
+}
+
+/// The run's `meta` and its first milestone: what was gathered.
+async fn announce(
+    ctx: &RunContext,
+    call: &Generate,
+    checkout: &source::Checkout,
+    client: Option<&ChatClient>,
+    gathered: &gather::Gathered,
+    total: u64,
+) -> Result<(), RunError> {
+    ctx.emit(Meta {
+        total: None,
+        backends: vec![if client.is_some() { "model".into() } else { "repository".into() }],
+        info: json!({
+            "source": call.source,
+            "cloned": checkout.cloned,
+            "model": client.map(|client| json!({"endpoint": client.url(), "model": client.config().model})),
+        }),
+        ..Meta::default()
+    })
+    .await
+    ?;
+    ctx.milestone(
+        Milestone::new("gathered")
+            .message(format!(
+                "{} files of {} entries ({} left out by the limits{})",
+                gathered.files.len(),
+                gathered.walked,
+                gathered.left_out,
+                if gathered.walk_capped {
+                    "; the walk stopped early: a vast tree"
+                } else {
+                    ""
+                }
+            ))
+            .progress(1, total),
+    )
+    .await?;
+    Ok(())
+}
+
+// Turns a failed call into a warning; stops using the model once its
+// breaker refuses, or once it broke one of the client's bounds (a
+// server that streamed too long or too much is not asked again).
+async fn failed(
+    ctx: &RunContext,
+    usage: &mut ModelUse,
+    what: &str,
+    error: LlmError,
+) -> Result<(), RunError> {
+    let partial = error.tokens_before() > 0;
+    let message = format!(
+        "the model gave no {what}{}: {error}; the repository's own text is used instead",
+        if partial {
+            " (its answer broke off)"
+        } else {
+            ""
+        }
+    );
+    if matches!(error, LlmError::BreakerOpen { .. }) || error.is_bound() {
+        usage.unused.get_or_insert_with(|| error.to_string());
+    }
+    usage.failures.push(message.clone());
+    ctx.emit(Warning { message }).await.map_err(RunError::from)
+}
+
+/// The project's summary, the model's when it gives one, and the
+/// milestone that says it.
+async fn summarize(
+    ctx: &RunContext,
+    client: Option<&ChatClient>,
+    name: &str,
+    files: &[File],
+    usage: &mut ModelUse,
+) -> Result<(String, Origin), RunError> {
+    let mut summary = (project::summary(files, name), Origin::Repository);
+    if let Some(client) = client {
+        match ask(ctx, client, "summary", summary_request(name, files), usage).await? {
+            Ok(answer) => match clean(&answer, 300) {
+                Some(text) => summary = (text, Origin::Model),
+                None => usage.failures.push("the model's summary was empty".into()),
+            },
+            Err(error) => failed(ctx, usage, "summary", error).await?,
+        }
+    }
+    ctx.milestone(
+        Milestone::new("summarized")
+            .message(summary.0.clone())
+            .done(2),
+    )
+    .await?;
+    Ok(summary)
+}
+
+/// Asks the model for the links' notes, up to `max_links` of them and
+/// while it is still used, with a milestone per section.
+async fn describe(
+    ctx: &RunContext,
+    client: Option<&ChatClient>,
+    max_links: usize,
+    name: &str,
+    files: &[File],
+    sections: &mut [(&'static str, Vec<Linked>)],
+    usage: &mut ModelUse,
+) -> Result<(), RunError> {
+    let count = sections.len();
+    let mut described = 0;
+    for (k, (section, links)) in sections.iter_mut().enumerate() {
+        for (index, link, origin) in links.iter_mut() {
+            let wanted = client.filter(|_| described < max_links && usage.unused.is_none());
+            let Some(client) = wanted else { continue };
+            described += 1;
+            let file = &files[*index];
+            match ask(ctx, client, &file.path, note_request(name, file), usage).await? {
+                Ok(answer) => {
+                    if let Some(note) = clean(&answer, 160) {
+                        link.note = Some(note);
+                        *origin = Origin::Model;
+                    }
+                }
+                Err(error) => failed(ctx, usage, &format!("note for {}", file.path), error).await?,
+            }
+        }
+        ctx.milestone(
+            Milestone::new("section")
+                .message(format!(
+                    "section {}/{count}: {section} ({} links)",
+                    k + 1,
+                    links.len()
+                ))
+                .done(3 + k as u64),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// How the text was made: `fallback` (the model answered nothing),
+/// `model` (it wrote the summary and every note) or `mixed`.
+fn mode(
+    usage: &ModelUse,
+    summary: Origin,
+    sections: &[(&'static str, Vec<Linked>)],
+) -> &'static str {
+    let from_model = usage.answered > 0;
+    let all_model = summary == Origin::Model
+        && sections
+            .iter()
+            .all(|(_, links)| links.iter().all(|(_, _, origin)| *origin == Origin::Model));
+    match (from_model, all_model) {
+        (false, _) => "fallback",
+        (true, true) => "model",
+        (true, false) => "mixed",
+    }
+}
+
+/// The sections as `structuredContent` and `llms.json` give them.
+fn structured_sections(
+    sections: &[(&'static str, Vec<Linked>)],
+    doc: &LlmsTxt,
+    files: &[File],
+) -> Vec<Value> {
+    sections
+        .iter()
+        .zip(&doc.sections)
+        .map(|((_, links), section)| {
+            json!({
+                "title": section.name,
+                "links": links.iter().zip(&section.links).map(|((index, _, origin), link)| json!({
+                    "title": link.title,
+                    "url": link.url,
+                    "note": link.note,
+                    "note_from": origin.name(),
+                    "path": files[*index].path,
+                    "bytes": files[*index].bytes,
+                    "truncated": files[*index].truncated,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
+}
+
+/// What the model did, as `structuredContent` and `llms.json` give it.
+fn model_json(client: Option<&ChatClient>, usage: &ModelUse) -> Value {
+    json!({
+        "endpoint": client.map(ChatClient::url),
+        "model": client.map(|client| client.config().model.clone()),
+        "calls": usage.calls,
+        "answered": usage.answered,
+        "tokens": usage.tokens,
+        "first_token_ms": usage.first_token_ms,
+        "unused": usage.unused,
+        "failures": usage.failures,
+    })
+}
+
+/// Stores the four files as the run's artifacts; returns each as the
+/// result lists it.
+async fn store_artifacts(
+    ctx: &RunContext,
+    llms_txt: &str,
+    full: String,
+    ctx_text: String,
+    llms_json: &Value,
+) -> Result<Vec<Value>, RunError> {
+    let mut artifacts = Vec::new();
+    for (artifact, mime, data) in [
+        (
+            "llms.txt",
+            "text/markdown",
+            llms_txt.to_owned().into_bytes(),
+        ),
+        ("llms-full.txt", "text/markdown", full.into_bytes()),
+        ("llms-ctx.txt", "application/xml", ctx_text.into_bytes()),
+        (
+            "llms.json",
+            "application/json",
+            serde_json::to_vec_pretty(llms_json).expect("JSON values serialize"),
+        ),
+    ] {
+        let stored = ctx.artifact(artifact, mime, data).await?;
+        artifacts.push(json!({"name": stored.name, "uri": stored.uri, "mime": stored.mime, "bytes": stored.bytes}));
+    }
+    Ok(artifacts)
+}
+
+/// How the result's text says the file was made.
+fn how(mode: &str, usage: &ModelUse) -> String {
+    match mode {
+        "fallback" => format!(
+            "fallback, from the repository alone: {}",
+            usage
+                .unused
+                .as_deref()
+                .unwrap_or("the model did not answer")
+        ),
+        "mixed" => format!(
+            "with the model, and the repository's own text where it did not answer ({} failures)",
+            usage.failures.len()
+        ),
+        _ => "with the model".into(),
+    }
 }
 
 /// The files left out, by reason, a few named each, as sentences.
