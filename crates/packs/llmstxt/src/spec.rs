@@ -270,6 +270,17 @@ fn link_item(line: &str) -> Option<Link> {
     })
 }
 
+/// Where [`validate`] is in the file.
+#[derive(PartialEq)]
+enum Part {
+    BeforeTitle,
+    /// After the H1, before anything but blank lines.
+    AfterTitle,
+    Summary,
+    Info,
+    Section,
+}
+
 /// Checks `text` against the llms.txt spec and reads it.
 ///
 /// ```
@@ -288,15 +299,6 @@ pub fn validate(text: &str) -> Validation {
         list.push(Finding { line, message })
     };
 
-    #[derive(PartialEq)]
-    enum Part {
-        BeforeTitle,
-        /// After the H1, before anything but blank lines.
-        AfterTitle,
-        Summary,
-        Info,
-        Section,
-    }
     let mut part = Part::BeforeTitle;
     let mut summary: Vec<String> = Vec::new();
     let mut block: Vec<String> = Vec::new();
@@ -366,18 +368,7 @@ pub fn validate(text: &str) -> Validation {
             }
             _ if head.is_some() => {
                 let (level, _) = head.expect("checked");
-                let message = match (level, &part) {
-                    (1, _) => {
-                        "a second H1: an llms.txt file has exactly one, its first line".into()
-                    }
-                    (_, Part::Section) => format!(
-                        "an H{level} inside a section: a section holds only `- [name](url): notes` items (make it an H2 of its own)"
-                    ),
-                    _ => format!(
-                        "an H{level} before the first section: only H2 sections may follow the summary (make it an H2, or plain text)"
-                    ),
-                };
-                error(&mut errors, number, message);
+                error(&mut errors, number, misplaced_heading(level, &part));
             }
             Part::AfterTitle | Part::Summary if line.trim_start().starts_with('>') => {
                 part = Part::Summary;
@@ -411,35 +402,8 @@ pub fn validate(text: &str) -> Validation {
                     continue;
                 }
                 let section = document.sections.last_mut().expect("in a section");
-                match link_item(line.trim_start()) {
-                    Some(link) => {
-                        if link.url.contains(char::is_whitespace) {
-                            error(
-                                &mut errors,
-                                number,
-                                format!(
-                                    "the URL {:?} has spaces: percent-encode them (%20)",
-                                    link.url
-                                ),
-                            );
-                        }
-                        section.links.push(link);
-                    }
-                    None => {
-                        let message = if line.trim_start().starts_with(['*', '+']) {
-                            format!(
-                                "items of section {:?} start with `- `, not `{}`",
-                                section.name,
-                                &line.trim_start()[..1]
-                            )
-                        } else {
-                            format!(
-                                "line in section {:?} is not a file list item `- [name](url): notes` (the reference parser fails on it; move prose above the first section)",
-                                section.name
-                            )
-                        };
-                        error(&mut errors, number, message);
-                    }
+                if let Some(message) = section_item(section, line) {
+                    error(&mut errors, number, message);
                 }
             }
         }
@@ -471,29 +435,73 @@ pub fn validate(text: &str) -> Validation {
                 .into(),
         );
     }
-    for (section, line) in document.sections.iter().zip(&section_lines) {
-        if section.links.is_empty() {
-            error(
-                &mut warnings,
-                *line,
-                format!("section {:?} has no links", section.name),
-            );
-        }
-    }
-    if let Some(position) = document.sections.iter().position(|s| s.name == OPTIONAL)
-        && position + 1 != document.sections.len()
-    {
-        error(
-            &mut warnings,
-            section_lines[position],
-            "the Optional section is usually last: what follows it is read as required".into(),
-        );
-    }
+    section_warnings(&document, &section_lines, &mut warnings);
     Validation {
         valid: errors.is_empty(),
         errors,
         warnings,
         document,
+    }
+}
+
+/// What is wrong with a heading other than the title and the H2s.
+fn misplaced_heading(level: usize, part: &Part) -> String {
+    match (level, part) {
+        (1, _) => "a second H1: an llms.txt file has exactly one, its first line".into(),
+        (_, Part::Section) => format!(
+            "an H{level} inside a section: a section holds only `- [name](url): notes` items (make it an H2 of its own)"
+        ),
+        _ => format!(
+            "an H{level} before the first section: only H2 sections may follow the summary (make it an H2, or plain text)"
+        ),
+    }
+}
+
+/// A non-blank line inside `section`: a link, added to it, or what is
+/// wrong with the line.
+fn section_item(section: &mut Section, line: &str) -> Option<String> {
+    match link_item(line.trim_start()) {
+        Some(link) => {
+            let spaced = link.url.contains(char::is_whitespace).then(|| {
+                format!(
+                    "the URL {:?} has spaces: percent-encode them (%20)",
+                    link.url
+                )
+            });
+            section.links.push(link);
+            spaced
+        }
+        None if line.trim_start().starts_with(['*', '+']) => Some(format!(
+            "items of section {:?} start with `- `, not `{}`",
+            section.name,
+            &line.trim_start()[..1]
+        )),
+        None => Some(format!(
+            "line in section {:?} is not a file list item `- [name](url): notes` (the reference parser fails on it; move prose above the first section)",
+            section.name
+        )),
+    }
+}
+
+/// Warnings about the sections as a whole: one without links, an Optional
+/// section that is not last. `lines`: each section's heading line.
+fn section_warnings(document: &LlmsTxt, lines: &[usize], warnings: &mut Vec<Finding>) {
+    for (section, line) in document.sections.iter().zip(lines) {
+        if section.links.is_empty() {
+            warnings.push(Finding {
+                line: *line,
+                message: format!("section {:?} has no links", section.name),
+            });
+        }
+    }
+    if let Some(position) = document.sections.iter().position(|s| s.name == OPTIONAL)
+        && position + 1 != document.sections.len()
+    {
+        warnings.push(Finding {
+            line: lines[position],
+            message: "the Optional section is usually last: what follows it is read as required"
+                .into(),
+        });
     }
 }
 
