@@ -11,7 +11,7 @@
 //! - `From<EmitError> for RunError`: a run whose log refused an event ends
 //!   `failed` (internal) with the log's reason, in every pack alike.
 //!
-//! With the `tool-contract` feature, [`crate::tool_contract`] checks that a
+//! With the `tool-contract` feature, `weir_runtime::tool_contract` checks that a
 //! tool's input schema and its parser agree.
 
 use serde::de::DeserializeOwned;

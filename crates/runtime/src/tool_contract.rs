@@ -352,7 +352,7 @@ fn minimal(schema: &Value) -> Map<String, Value> {
 }
 
 /// Values `schema` allows: a plain one first, then each bound reached (or,
-/// where there is none, [`UNBOUNDED`] or a large number).
+/// where there is none, 4096 items or characters, or a large number).
 pub fn valid(schema: &Value) -> Vec<Value> {
     known_keywords(schema);
     if let Some(values) = schema.get("enum") {
