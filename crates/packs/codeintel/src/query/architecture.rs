@@ -132,7 +132,6 @@ pub(crate) fn get_architecture(
     sink: &mut Sink,
 ) -> Result<Value, RunError> {
     let state = IndexState::of(store);
-    let fail = failed(store);
     let (packages, package_edges) = manifests(store)?;
     let package_names: HashMap<&str, &str> = packages
         .iter()
@@ -164,39 +163,7 @@ pub(crate) fn get_architecture(
                 Some((manifest.clone(), ecosystem.clone(), dir.clone()));
         }
     }
-    let mut unit_of_file: HashMap<String, String> = HashMap::new();
-    let mut entrypoints = Vec::new();
-    {
-        let mut statement = store
-            .conn
-            .prepare("SELECT f.path, f.language, (SELECT COUNT(*) FROM symbols s WHERE s.file_id = f.id AND s.is_def = 1), (SELECT commits FROM git_churn g WHERE g.path = f.path) FROM files f WHERE f.is_test = 0 ORDER BY f.path")
-            .map_err(&fail)?;
-        let rows = statement
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, Option<i64>>(3)?,
-                ))
-            })
-            .map_err(&fail)?;
-        for row in rows {
-            let (path, language, symbols, churn) = row.map_err(&fail)?;
-            if is_entrypoint(&path) {
-                entrypoints.push(path.clone());
-            }
-            let Some(unit) = unit_of(&path) else {
-                continue;
-            };
-            let entry = units.entry(unit.clone()).or_default();
-            entry.files += 1;
-            entry.symbols += symbols as u64;
-            entry.churn += churn.unwrap_or(0) as u64;
-            *entry.languages.entry(language).or_default() += 1;
-            unit_of_file.insert(path, unit);
-        }
-    }
+    let (unit_of_file, entrypoints) = scan_files(store, &unit_of, &mut units)?;
     let imports = import_graph(store, &|| sink.cancelled())?;
     let mut edges: BTreeMap<(String, String), Edge> = BTreeMap::new();
     for ((from, to), (count, _)) in &imports.edges {
@@ -236,46 +203,13 @@ pub(crate) fn get_architecture(
             unit.incoming += edge.strength.max(1);
         }
     }
-    // One item per edge and kind: a package may depend on another both
-    // normally and for its tests.
-    let edge_items: Vec<Value> = edges
-        .iter()
-        .flat_map(|((from, to), edge)| {
-            let kinds: Vec<String> = if edge.kinds.is_empty() {
-                vec!["import".into()]
-            } else {
-                edge.kinds.iter().cloned().collect()
-            };
-            kinds.into_iter().map(move |kind| {
-                json!({"from": from, "to": to, "kind": kind, "strength": edge.strength, "source": if edge.kinds.is_empty() { "imports" } else { "manifest" }})
-            })
-        })
-        .collect();
+    let edge_items = edge_items(&edges);
     sink.meta(Meta {
         total: Some((units.len() + edge_items.len()) as u64),
         backends: vec!["manifests".into(), "imports".into()],
         info: json!({"granularity": granularity.name(), "modules": units.len(), "edges": edge_items.len(), "chunking": "modules first, then edges by source"}),
         progress_unit: None,
     })?;
-    let module_json = |name: &str, unit: &Unit| {
-        let mut item = json!({
-            "moduleId": name,
-            "name": name.rsplit('/').next().unwrap_or(name),
-            "path": unit.package.as_ref().map_or(name, |(_, _, dir)| dir.as_str()),
-            "fileCount": unit.files,
-            "symbolCount": unit.symbols,
-            "incomingEdges": unit.incoming,
-            "outgoingEdges": unit.outgoing,
-            "churn": unit.churn,
-            "languages": unit.languages,
-        });
-        if let Some((manifest, ecosystem, _)) = &unit.package {
-            item["manifest"] = json!(manifest);
-            item["ecosystem"] = json!(ecosystem);
-            item["name"] = json!(name);
-        }
-        item
-    };
     for (name, unit) in &units {
         sink.item("modules", module_json(name, unit))?;
     }
@@ -284,29 +218,9 @@ pub(crate) fn get_architecture(
         sink.item(&format!("edges:{from}"), item.clone())?;
     }
     // The biggest units and the strongest edges among them.
-    let mut ranked: Vec<(&String, &Unit)> = units.iter().collect();
-    ranked.sort_by(|a, b| {
-        (b.1.symbols + b.1.incoming)
-            .cmp(&(a.1.symbols + a.1.incoming))
-            .then(a.0.cmp(b.0))
-    });
-    ranked.truncate(SHOWN_MODULES);
+    let ranked = ranked(&units);
     let shown: Vec<&String> = ranked.iter().map(|(name, _)| *name).collect();
-    let mut strongest: Vec<&Value> = edge_items
-        .iter()
-        .filter(|e| {
-            let is_shown = |key: &str| shown.iter().any(|s| Some(s.as_str()) == e[key].as_str());
-            is_shown("from") && is_shown("to")
-        })
-        .collect();
-    strongest.sort_by(|a, b| {
-        b["strength"]
-            .as_u64()
-            .cmp(&a["strength"].as_u64())
-            .then(a["from"].as_str().cmp(&b["from"].as_str()))
-            .then(a["to"].as_str().cmp(&b["to"].as_str()))
-    });
-    strongest.truncate(SHOWN_EDGES);
+    let strongest = strongest(&edge_items, &shown);
     let left_out = (
         units.len() - shown.len(),
         edge_items.len() - strongest.len(),
@@ -342,6 +256,119 @@ pub(crate) fn get_architecture(
         }),
     );
     Ok(summary)
+}
+
+/// Every non-test file: its unit's counts added to `units`; returns each
+/// file's unit and the entrypoints.
+fn scan_files(
+    store: &Store,
+    unit_of: &dyn Fn(&str) -> Option<String>,
+    units: &mut BTreeMap<String, Unit>,
+) -> Result<(HashMap<String, String>, Vec<String>), RunError> {
+    let fail = failed(store);
+    let mut unit_of_file: HashMap<String, String> = HashMap::new();
+    let mut entrypoints = Vec::new();
+    let mut statement = store
+        .conn
+        .prepare("SELECT f.path, f.language, (SELECT COUNT(*) FROM symbols s WHERE s.file_id = f.id AND s.is_def = 1), (SELECT commits FROM git_churn g WHERE g.path = f.path) FROM files f WHERE f.is_test = 0 ORDER BY f.path")
+        .map_err(&fail)?;
+    let rows = statement
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+            ))
+        })
+        .map_err(&fail)?;
+    for row in rows {
+        let (path, language, symbols, churn) = row.map_err(&fail)?;
+        if is_entrypoint(&path) {
+            entrypoints.push(path.clone());
+        }
+        let Some(unit) = unit_of(&path) else {
+            continue;
+        };
+        let entry = units.entry(unit.clone()).or_default();
+        entry.files += 1;
+        entry.symbols += symbols as u64;
+        entry.churn += churn.unwrap_or(0) as u64;
+        *entry.languages.entry(language).or_default() += 1;
+        unit_of_file.insert(path, unit);
+    }
+    Ok((unit_of_file, entrypoints))
+}
+
+/// A unit as a `modules` item.
+fn module_json(name: &str, unit: &Unit) -> Value {
+    let mut item = json!({
+        "moduleId": name,
+        "name": name.rsplit('/').next().unwrap_or(name),
+        "path": unit.package.as_ref().map_or(name, |(_, _, dir)| dir.as_str()),
+        "fileCount": unit.files,
+        "symbolCount": unit.symbols,
+        "incomingEdges": unit.incoming,
+        "outgoingEdges": unit.outgoing,
+        "churn": unit.churn,
+        "languages": unit.languages,
+    });
+    if let Some((manifest, ecosystem, _)) = &unit.package {
+        item["manifest"] = json!(manifest);
+        item["ecosystem"] = json!(ecosystem);
+        item["name"] = json!(name);
+    }
+    item
+}
+
+/// One item per edge and kind: a package may depend on another both
+/// normally and for its tests.
+fn edge_items(edges: &BTreeMap<(String, String), Edge>) -> Vec<Value> {
+    edges
+        .iter()
+        .flat_map(|((from, to), edge)| {
+            let kinds: Vec<String> = if edge.kinds.is_empty() {
+                vec!["import".into()]
+            } else {
+                edge.kinds.iter().cloned().collect()
+            };
+            kinds.into_iter().map(move |kind| {
+                json!({"from": from, "to": to, "kind": kind, "strength": edge.strength, "source": if edge.kinds.is_empty() { "imports" } else { "manifest" }})
+            })
+        })
+        .collect()
+}
+
+/// The biggest units, at most [`SHOWN_MODULES`].
+fn ranked(units: &BTreeMap<String, Unit>) -> Vec<(&String, &Unit)> {
+    let mut ranked: Vec<(&String, &Unit)> = units.iter().collect();
+    ranked.sort_by(|a, b| {
+        (b.1.symbols + b.1.incoming)
+            .cmp(&(a.1.symbols + a.1.incoming))
+            .then(a.0.cmp(b.0))
+    });
+    ranked.truncate(SHOWN_MODULES);
+    ranked
+}
+
+/// The strongest edges among the `shown` units, at most [`SHOWN_EDGES`].
+fn strongest<'a>(edge_items: &'a [Value], shown: &[&String]) -> Vec<&'a Value> {
+    let mut strongest: Vec<&Value> = edge_items
+        .iter()
+        .filter(|e| {
+            let is_shown = |key: &str| shown.iter().any(|s| Some(s.as_str()) == e[key].as_str());
+            is_shown("from") && is_shown("to")
+        })
+        .collect();
+    strongest.sort_by(|a, b| {
+        b["strength"]
+            .as_u64()
+            .cmp(&a["strength"].as_u64())
+            .then(a["from"].as_str().cmp(&b["from"].as_str()))
+            .then(a["to"].as_str().cmp(&b["to"].as_str()))
+    });
+    strongest.truncate(SHOWN_EDGES);
+    strongest
 }
 
 /// Whether a file is where a program or a library starts, by its name.
