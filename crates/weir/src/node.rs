@@ -26,6 +26,7 @@ pub(crate) enum UpstreamTools {
     Served,
     /// Only reached through the caller, by the plan pack's steps (`weir
     /// plan run`, which serves no one).
+    #[cfg_attr(not(feature = "plan"), allow(dead_code))]
     Reached,
 }
 

@@ -11,7 +11,7 @@
 //! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach the declared upstream servers through weir's client | `--upstream`, `--upstreams`, `--upstream-token-env` |
 //! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--root` (`--codeintel-root` is its alias) |
 //! | (weir-mcp) | `runs` | `runs_list`, `runs_get`, `runs_events`, `runs_cancel`, `runs_artifact`, `runs_wait`, `get_status` | |
-//! | (always) | `weir-fixtures`, with `--fixtures` only | the conformance suite's tools and `stream` | `--fixtures` |
+//! | `fixtures` | `weir-fixtures`, with `--fixtures` only | the conformance suite's tools and `stream` | `--fixtures` |
 //! | (always) | the declared upstreams' tools (`upstream_tools.rs`), as `NAME__tool` | each upstream tool; under `weir wrap`, the one upstream's by their own names and no pack | `--upstream`, `--upstreams`, `--upstream-token-env`; `weir wrap -- CMD…` |
 
 mod critique_hints;
@@ -59,7 +59,7 @@ pub(crate) async fn enabled(
     // nothing.
     let selection = Selection::from_args(args);
     if args.fixtures && selection.builds("fixtures") {
-        packs.push(Box::new(weir_fixtures::FixturesPack));
+        packs.push(fixtures()?);
     }
     #[cfg(feature = "exec")]
     if selection.builds("exec") {
@@ -88,6 +88,21 @@ pub(crate) async fn enabled(
     }
     Ok(packs)
 }
+
+/// The conformance fixtures' pack (`--fixtures`).
+#[cfg(feature = "fixtures")]
+fn fixtures() -> anyhow::Result<Box<dyn Pack>> {
+    Ok(Box::new(weir_fixtures::FixturesPack))
+}
+
+#[cfg(not(feature = "fixtures"))]
+fn fixtures() -> anyhow::Result<Box<dyn Pack>> {
+    anyhow::bail!(FIXTURES_LEFT_OUT)
+}
+
+/// What `--fixtures` gets from a build without them.
+#[cfg(not(feature = "fixtures"))]
+pub(crate) const FIXTURES_LEFT_OUT: &str = "this weir was built without its `fixtures` feature; build it with the feature to use --fixtures";
 
 /// Where the code indexes live: one SQLite file per repository.
 #[cfg(feature = "codeintel")]

@@ -47,11 +47,7 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
         )
         .init();
     let node = node::assemble(data_dir, &args, upstreams, UpstreamTools::Served).await?;
-    let catalog: Arc<dyn Catalog> = if args.fixtures {
-        Arc::new(weir_fixtures::FixtureCatalog)
-    } else {
-        Arc::new(EmptyCatalog)
-    };
+    let catalog = catalog(&args)?;
     let store = node.store.clone();
     let caller = node.caller.clone();
     let naming = node.naming;
@@ -127,6 +123,17 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
     .await
     .with_context(|| format!("serving HTTP on {addr} (is the port in use? pick another with --http ADDR)"))?;
     Ok(Outcome::Completed)
+}
+
+/// The resources and prompts served: the fixtures' with `--fixtures`.
+fn catalog(args: &ServeArgs) -> anyhow::Result<Arc<dyn Catalog>> {
+    if !args.fixtures {
+        return Ok(Arc::new(EmptyCatalog));
+    }
+    #[cfg(feature = "fixtures")]
+    return Ok(Arc::new(weir_fixtures::FixtureCatalog));
+    #[cfg(not(feature = "fixtures"))]
+    anyhow::bail!(crate::packs::FIXTURES_LEFT_OUT)
 }
 
 /// `get_status`'s `upstreams`: each declared upstream's health, when there
