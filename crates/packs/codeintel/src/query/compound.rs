@@ -524,7 +524,6 @@ pub(crate) fn explore(
     sink: &mut Sink,
 ) -> Result<Value, RunError> {
     let state = IndexState::of(store);
-    let fail = failed(store);
     let scope = path.trim().trim_start_matches("./").trim_end_matches('/');
     let scope = if scope == "." { "" } else { scope };
     let in_scope = |p: &str| {
@@ -532,39 +531,8 @@ pub(crate) fn explore(
             || p == scope
             || (p.starts_with(scope) && p.as_bytes().get(scope.len()) == Some(&b'/'))
     };
-    let mut own: Vec<SymbolRow> = Vec::new();
-    {
-        let mut statement = store
-            .conn
-            .prepare(&format!(
-                "SELECT {SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id
-                 WHERE s.is_def = 1 AND (?1 = '' OR f.path = ?1 OR substr(f.path, 1, length(?1) + 1) = ?1 || '/')
-                 ORDER BY f.path, s.line, s.col"
-            ))
-            .map_err(&fail)?;
-        let rows = statement
-            .query_map([scope], SymbolRow::read)
-            .map_err(&fail)?;
-        for row in rows {
-            own.push(row.map_err(&fail)?);
-        }
-    }
-    let mut files: BTreeMap<String, (String, bool)> = BTreeMap::new();
-    {
-        let mut statement = store
-            .conn
-            .prepare("SELECT path, language, is_test FROM files ORDER BY path")
-            .map_err(&fail)?;
-        let rows = statement
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)))
-            .map_err(&fail)?;
-        for row in rows {
-            let (file, language, is_test) = row.map_err(&fail)?;
-            if in_scope(&file) {
-                files.insert(file, (language, is_test));
-            }
-        }
-    }
+    let own = scope_definitions(store, scope)?;
+    let files = scope_files(store, &in_scope)?;
     if files.is_empty() {
         return Err(RunError::new(
             FailureCode::InvalidArguments,
@@ -595,42 +563,14 @@ pub(crate) fn explore(
             _ => {}
         }
     }
-    // The candidates: definitions imported by name, then (for whole-module
-    // imports) the rest, in order; each counted by its references.
-    let mut candidates: Vec<&SymbolRow> = own
-        .iter()
-        .filter(|r| {
-            !r.is_test && (importers.contains_key(r.name.as_str()) || !glob_importers.is_empty())
-        })
-        .collect();
-    candidates.sort_by_key(|r| {
-        std::cmp::Reverse(importers.get(r.name.as_str()).map_or(0, BTreeSet::len))
-    });
-    candidates.truncate(KEY_CANDIDATES);
-    let mut used_from_outside: HashMap<String, u64> = HashMap::new();
-    for candidate in &candidates {
-        if sink.cancelled() {
-            return Err(Stopped.into());
-        }
-        let query = ReferencesQuery {
-            symbol: candidate.stable_id(),
-            include_tests: true,
-            text: true,
-        };
-        let set = ReferenceSet::open(store, root, &query)?;
-        let from = importers.get(candidate.name.as_str());
-        let count = set
-            .collect(&|| sink.cancelled())?
-            .iter()
-            .filter(|r| {
-                !r.is_definition()
-                    && !in_scope(&r.path)
-                    && (from.is_some_and(|f| f.contains(r.path.as_str()))
-                        || glob_importers.contains(r.path.as_str()))
-            })
-            .count() as u64;
-        used_from_outside.insert(candidate.stable_id(), count);
-    }
+    let used_from_outside = used_from_outside(
+        store,
+        root,
+        &own,
+        (&importers, &glob_importers),
+        &in_scope,
+        sink,
+    )?;
     let (git, scip) = graph::health(store)?;
     let hotspots = graph::hotspots(store, scope, 10)?;
     sink.meta(Meta {
@@ -676,13 +616,6 @@ pub(crate) fn explore(
     }
     let page = sink.page();
     let mut summary = paging(&page, &state.state_id);
-    let edge_json = |edges: &BTreeMap<String, u64>| {
-        ranked(edges)
-            .into_iter()
-            .take(SHOWN)
-            .map(|(file, strength)| json!({"file": file, "strength": strength}))
-            .collect::<Vec<_>>()
-    };
     merge(
         &mut summary,
         json!({
@@ -712,4 +645,108 @@ pub(crate) fn explore(
         }),
     );
     Ok(summary)
+}
+
+/// The definitions at or under `scope` (a path, or empty for the whole).
+fn scope_definitions(store: &Store, scope: &str) -> Result<Vec<SymbolRow>, RunError> {
+    let fail = failed(store);
+    let mut own: Vec<SymbolRow> = Vec::new();
+    let mut statement = store
+        .conn
+        .prepare(&format!(
+            "SELECT {SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id
+             WHERE s.is_def = 1 AND (?1 = '' OR f.path = ?1 OR substr(f.path, 1, length(?1) + 1) = ?1 || '/')
+             ORDER BY f.path, s.line, s.col"
+        ))
+        .map_err(&fail)?;
+    let rows = statement
+        .query_map([scope], SymbolRow::read)
+        .map_err(&fail)?;
+    for row in rows {
+        own.push(row.map_err(&fail)?);
+    }
+    Ok(own)
+}
+
+/// The indexed files in scope: each one's language and whether it is a
+/// test.
+fn scope_files(
+    store: &Store,
+    in_scope: &dyn Fn(&str) -> bool,
+) -> Result<BTreeMap<String, (String, bool)>, RunError> {
+    let fail = failed(store);
+    let mut files: BTreeMap<String, (String, bool)> = BTreeMap::new();
+    let mut statement = store
+        .conn
+        .prepare("SELECT path, language, is_test FROM files ORDER BY path")
+        .map_err(&fail)?;
+    let rows = statement
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(&fail)?;
+    for row in rows {
+        let (file, language, is_test) = row.map_err(&fail)?;
+        if in_scope(&file) {
+            files.insert(file, (language, is_test));
+        }
+    }
+    Ok(files)
+}
+
+/// How often each of the scope's key candidates is used from outside it:
+/// the definitions imported by name, then (for whole-module imports) the
+/// rest, in order, at most [`KEY_CANDIDATES`]; each counted by its
+/// references in the files that import it. `importers`: the files
+/// importing each name, and those importing the whole module.
+fn used_from_outside(
+    store: &Store,
+    root: &Path,
+    own: &[SymbolRow],
+    (importers, glob_importers): (&HashMap<&str, BTreeSet<&str>>, &BTreeSet<&str>),
+    in_scope: &dyn Fn(&str) -> bool,
+    sink: &Sink,
+) -> Result<HashMap<String, u64>, RunError> {
+    let mut candidates: Vec<&SymbolRow> = own
+        .iter()
+        .filter(|r| {
+            !r.is_test && (importers.contains_key(r.name.as_str()) || !glob_importers.is_empty())
+        })
+        .collect();
+    candidates.sort_by_key(|r| {
+        std::cmp::Reverse(importers.get(r.name.as_str()).map_or(0, BTreeSet::len))
+    });
+    candidates.truncate(KEY_CANDIDATES);
+    let mut used_from_outside: HashMap<String, u64> = HashMap::new();
+    for candidate in &candidates {
+        if sink.cancelled() {
+            return Err(Stopped.into());
+        }
+        let query = ReferencesQuery {
+            symbol: candidate.stable_id(),
+            include_tests: true,
+            text: true,
+        };
+        let set = ReferenceSet::open(store, root, &query)?;
+        let from = importers.get(candidate.name.as_str());
+        let count = set
+            .collect(&|| sink.cancelled())?
+            .iter()
+            .filter(|r| {
+                !r.is_definition()
+                    && !in_scope(&r.path)
+                    && (from.is_some_and(|f| f.contains(r.path.as_str()))
+                        || glob_importers.contains(r.path.as_str()))
+            })
+            .count() as u64;
+        used_from_outside.insert(candidate.stable_id(), count);
+    }
+    Ok(used_from_outside)
+}
+
+/// The strongest of `edges` as the summary shows them.
+fn edge_json(edges: &BTreeMap<String, u64>) -> Vec<Value> {
+    ranked(edges)
+        .into_iter()
+        .take(SHOWN)
+        .map(|(file, strength)| json!({"file": file, "strength": strength}))
+        .collect()
 }
