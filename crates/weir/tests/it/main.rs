@@ -31,6 +31,7 @@ mod doc_examples; // Issue 24, finding 6: the README and docs' runnable examples
 mod edges;
 mod exec;
 mod exec_hardening;
+mod function_length; // issue 25, item 4: no production function over a limit
 mod hosts;
 mod input;
 mod layering;
