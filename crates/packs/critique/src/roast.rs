@@ -135,33 +135,11 @@ impl Roast {
             "agents": agents,
         }));
         let cacheable = previous.is_none();
-        if cacheable && !request.refresh {
-            let now = shared.now_ms();
-            let hit = shared
-                .cache
-                .lock()
-                .expect("cache lock")
-                .get(&cache_key, now);
-            if let Some(report) = hit {
-                ctx.emit(Meta {
-                    info: json!({"cached": true, "context_id": report.context_id}),
-                    ..Meta::default()
-                })
-                .await?;
-                // Kept as long again under its id, since it was asked for.
-                shared.reports.lock().expect("reports lock").put(
-                    report.context_id.clone(),
-                    report.clone(),
-                    now,
-                );
-                return Ok(report::result(
-                    &report,
-                    0,
-                    request.limit,
-                    true,
-                    Shape::Critique,
-                ));
-            }
+        if cacheable
+            && !request.refresh
+            && let Some(result) = cached(shared, ctx, &cache_key, request.limit).await?
+        {
+            return Ok(result);
         }
 
         let cwd = working_dir(request.target.as_deref(), &shared.work_dir);
@@ -224,42 +202,12 @@ impl Roast {
         steps
             .step(ctx, "synthesizing", "extracting findings".to_owned())
             .await?;
-        let mut outcomes_only = Vec::with_capacity(outcomes.len());
-        let mut new_findings = Vec::new();
-        let mut text = String::new();
-        if let Some(previous) = &previous {
-            text.push_str(&previous.text);
-            text.push_str(&format!(
-                "---\n\n# Follow-up {}: {}\n\n",
-                previous.rounds + 1,
-                request.content.as_deref().unwrap_or("")
-            ));
-        }
         let outcomes: Vec<AgentRun> = outcomes.into_iter().collect::<Result<_, _>>()?;
-        for (outcome, output, found) in outcomes {
-            text.push_str(&report::section(&outcome, &output));
-            new_findings.extend(found.into_iter().map(|finding| AgentFinding {
-                agent: outcome.cli.clone(),
-                finding,
-            }));
-            outcomes_only.push(outcome);
-        }
-        let mut all_findings = previous
-            .as_ref()
-            .map(|previous| previous.findings.clone())
-            .unwrap_or_default();
-        all_findings.extend(new_findings);
-        report::sort_findings(&mut all_findings);
-        let report = Arc::new(Report {
-            context_id: previous
-                .as_ref()
-                .map(|previous| previous.context_id.clone())
-                .unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
-            text,
-            findings: all_findings,
-            agents: outcomes_only,
-            rounds: previous.as_ref().map_or(1, |previous| previous.rounds + 1),
-        });
+        let report = Arc::new(assemble(
+            previous.as_deref(),
+            request.content.as_deref(),
+            outcomes,
+        ));
         let now = shared.now_ms();
         shared.reports.lock().expect("reports lock").put(
             report.context_id.clone(),
@@ -279,6 +227,77 @@ impl Roast {
             Some(error) => Err(error.with_result(result)),
             None => Ok(result),
         }
+    }
+}
+
+/// The cached result of an identical critique, if one is kept: said in
+/// `meta`, and kept as long again under its id, since it was asked for.
+async fn cached(
+    shared: &Shared,
+    ctx: &RunContext,
+    cache_key: &str,
+    limit: usize,
+) -> Result<Option<Completed>, RunError> {
+    let now = shared.now_ms();
+    let hit = shared.cache.lock().expect("cache lock").get(cache_key, now);
+    let Some(report) = hit else {
+        return Ok(None);
+    };
+    ctx.emit(Meta {
+        info: json!({"cached": true, "context_id": report.context_id}),
+        ..Meta::default()
+    })
+    .await?;
+    shared.reports.lock().expect("reports lock").put(
+        report.context_id.clone(),
+        report.clone(),
+        now,
+    );
+    Ok(Some(report::result(
+        &report,
+        0,
+        limit,
+        true,
+        Shape::Critique,
+    )))
+}
+
+/// The report of a round: the agents' sections after the previous
+/// rounds' text (a follow-up says its `content`), the findings of every
+/// round sorted, one context id across the rounds.
+fn assemble(previous: Option<&Report>, content: Option<&str>, outcomes: Vec<AgentRun>) -> Report {
+    let mut outcomes_only = Vec::with_capacity(outcomes.len());
+    let mut new_findings = Vec::new();
+    let mut text = String::new();
+    if let Some(previous) = previous {
+        text.push_str(&previous.text);
+        text.push_str(&format!(
+            "---\n\n# Follow-up {}: {}\n\n",
+            previous.rounds + 1,
+            content.unwrap_or("")
+        ));
+    }
+    for (outcome, output, found) in outcomes {
+        text.push_str(&report::section(&outcome, &output));
+        new_findings.extend(found.into_iter().map(|finding| AgentFinding {
+            agent: outcome.cli.clone(),
+            finding,
+        }));
+        outcomes_only.push(outcome);
+    }
+    let mut all_findings = previous
+        .map(|previous| previous.findings.clone())
+        .unwrap_or_default();
+    all_findings.extend(new_findings);
+    report::sort_findings(&mut all_findings);
+    Report {
+        context_id: previous
+            .map(|previous| previous.context_id.clone())
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
+        text,
+        findings: all_findings,
+        agents: outcomes_only,
+        rounds: previous.map_or(1, |previous| previous.rounds + 1),
     }
 }
 
