@@ -379,13 +379,7 @@ pub(crate) fn prepare_change(
     modules.insert(directory(&main.row.path));
     let tests = related_tests(&all);
     let churn = graph::churn(store, &main.row.path)?;
-    let cochange: Vec<Value> = graph::cochanged(store, &main.row.path, 10)?
-        .into_iter()
-        .map(|(file, commits)| {
-            let ratio = churn.map_or(0.0, |(own, _)| commits as f64 / own.max(1) as f64);
-            json!({"file": file, "commits": commits, "ratio": (ratio * 100.0).round() / 100.0})
-        })
-        .collect();
+    let cochange = cochange(store, &main.row.path, churn)?;
     let max_depth = impact.iter().map(|(level, _, _)| *level).max().unwrap_or(0);
     let counts = reference_counts(&all);
     sink.meta(Meta {
@@ -402,12 +396,6 @@ pub(crate) fn prepare_change(
         progress_unit: None,
     })?;
     sink.item("target", definition_json(main))?;
-    let impact_json = |(level, d, via): &(usize, Definition, String)| {
-        let mut item = brief_json(d);
-        item["depth"] = json!(level);
-        item["via"] = json!(via);
-        item
-    };
     for entry in &impact {
         sink.item(&format!("impact depth {}", entry.0), impact_json(entry))?;
     }
@@ -426,31 +414,7 @@ pub(crate) fn prepare_change(
         tests.len(),
         commits,
     );
-    let mut suggestions = Vec::new();
-    if tests.is_empty() {
-        suggestions.push(format!(
-            "no test file references {}: add a test before changing it",
-            main.row.name
-        ));
-    }
-    if !cochange.is_empty() {
-        suggestions.push(format!(
-            "{} usually changes with {}: check it too",
-            main.row.path,
-            cochange
-                .iter()
-                .take(3)
-                .filter_map(|c| c["file"].as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if direct_count > 5 {
-        suggestions.push(
-            "many direct dependents: keep the old signature beside the new one while they move"
-                .into(),
-        );
-    }
+    let suggestions = suggestions(main, tests.is_empty(), &cochange, direct_count);
     let (git, _) = graph::health(store)?;
     let mut warnings = sink.warnings.clone();
     if !git {
@@ -499,6 +463,63 @@ pub(crate) fn prepare_change(
         }),
     );
     Ok(summary)
+}
+
+/// A caller as `prepare_change` lists it: its depth and the name it was
+/// reached through.
+fn impact_json((level, d, via): &(usize, Definition, String)) -> Value {
+    let mut item = brief_json(d);
+    item["depth"] = json!(level);
+    item["via"] = json!(via);
+    item
+}
+
+/// The files that usually change with `path`, each with how often, as a
+/// share of `path`'s own commits (`churn`).
+fn cochange(store: &Store, path: &str, churn: Option<(u64, i64)>) -> Result<Vec<Value>, RunError> {
+    Ok(graph::cochanged(store, path, 10)?
+        .into_iter()
+        .map(|(file, commits)| {
+            let ratio = churn.map_or(0.0, |(own, _)| commits as f64 / own.max(1) as f64);
+            json!({"file": file, "commits": commits, "ratio": (ratio * 100.0).round() / 100.0})
+        })
+        .collect())
+}
+
+/// What to do before changing `main`: add a test, check what changes with
+/// it, keep the old signature for many dependents.
+fn suggestions(
+    main: &Definition,
+    no_tests: bool,
+    cochange: &[Value],
+    direct_count: usize,
+) -> Vec<String> {
+    let mut suggestions = Vec::new();
+    if no_tests {
+        suggestions.push(format!(
+            "no test file references {}: add a test before changing it",
+            main.row.name
+        ));
+    }
+    if !cochange.is_empty() {
+        suggestions.push(format!(
+            "{} usually changes with {}: check it too",
+            main.row.path,
+            cochange
+                .iter()
+                .take(3)
+                .filter_map(|c| c["file"].as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if direct_count > 5 {
+        suggestions.push(
+            "many direct dependents: keep the old signature beside the new one while they move"
+                .into(),
+        );
+    }
+    suggestions
 }
 
 /// Edges, strongest first.
