@@ -344,6 +344,64 @@ pub(crate) struct ReferenceSet<'a> {
     pub(crate) warnings: Vec<String>,
 }
 
+/// A definition the tags found, as a reference; a test when its file is
+/// one, or when it is at or past the line where the file's tests begin
+/// (`test_line`).
+fn tagged_definition(row: SymbolRow, test_line: Option<u32>) -> Reference {
+    Reference {
+        is_test: row.is_test || test_line.is_some_and(|t| row.line >= t),
+        path: row.path,
+        line: row.line,
+        column: row.column,
+        end_line: row.end_line,
+        end_column: row.end_column,
+        kind: "definition".into(),
+        context: row.context,
+        backend: "tags",
+        symbol_id: None,
+        symbol_kind: Some(row.kind),
+    }
+}
+
+/// The files whose text has `name` as a word (the full-text index), not
+/// covered by SCIP and in a language family the uses may be in; `tests`
+/// is the SQL that leaves tests out, or empty.
+fn files_with_the_word(
+    store: &Store,
+    name: &str,
+    tests: &str,
+    covered: &HashSet<String>,
+    family_ok: &dyn Fn(&str) -> bool,
+) -> Result<Vec<(String, bool)>, RunError> {
+    let failed =
+        |e: rusqlite::Error| RunError::new(FailureCode::ToolError, store.error(e).to_string());
+    let mut files = Vec::new();
+    let mut statement = store
+        .conn
+        .prepare_cached(&format!(
+            "SELECT f.path, f.is_test, f.language FROM file_words w JOIN files f ON f.id = w.rowid
+             WHERE file_words MATCH ?1 {tests}"
+        ))
+        .map_err(failed)?;
+    let phrase = format!("\"{}\"", name.replace('"', "\"\""));
+    let found = statement
+        .query_map([phrase], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, bool>(1)?,
+                row.get::<_, String>(2)?,
+            ))
+        })
+        .map_err(failed)?;
+    for file in found {
+        let (path, is_test, language) = file.map_err(failed)?;
+        if !covered.contains(&path) && family_ok(&language) {
+            files.push((path, is_test));
+        }
+    }
+    Ok(files)
+}
+
 impl<'a> ReferenceSet<'a> {
     /// Resolves `query.symbol` and finds its definitions and the files its
     /// uses may be in.
@@ -398,19 +456,7 @@ impl<'a> ReferenceSet<'a> {
         };
         let mut definitions: Vec<Reference> = rows(true)?
             .into_iter()
-            .map(|(row, test_line)| Reference {
-                is_test: row.is_test || test_line.is_some_and(|t| row.line >= t),
-                path: row.path,
-                line: row.line,
-                column: row.column,
-                end_line: row.end_line,
-                end_column: row.end_column,
-                kind: "definition".into(),
-                context: row.context,
-                backend: "tags",
-                symbol_id: None,
-                symbol_kind: Some(row.kind),
-            })
+            .map(|(row, test_line)| tagged_definition(row, test_line))
             .filter(|d| query.include_tests || !d.is_test)
             .collect();
         let mut tagged: BTreeMap<String, Vec<SymbolRow>> = BTreeMap::new();
@@ -423,29 +469,9 @@ impl<'a> ReferenceSet<'a> {
             .map(|rows| (rows[0].path.clone(), rows[0].is_test))
             .collect();
         if query.text && syntactic {
-            let mut statement = store
-                .conn
-                .prepare_cached(&format!(
-                    "SELECT f.path, f.is_test, f.language FROM file_words w JOIN files f ON f.id = w.rowid
-                     WHERE file_words MATCH ?1 {tests}"
-                ))
-                .map_err(failed)?;
-            let phrase = format!("\"{}\"", name.replace('"', "\"\""));
-            let found = statement
-                .query_map([phrase], |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, bool>(1)?,
-                        row.get::<_, String>(2)?,
-                    ))
-                })
-                .map_err(failed)?;
-            for file in found {
-                let (path, is_test, language) = file.map_err(failed)?;
-                if !covered.contains(&path) && family_ok(&language) {
-                    files.insert((path, is_test));
-                }
-            }
+            files.extend(files_with_the_word(
+                store, &name, tests, &covered, &family_ok,
+            )?);
         }
         let symbol_ids: HashMap<i64, String> = target
             .scip
