@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 /// The longest a production function may be, in lines from `fn` to its
 /// closing brace. A ratchet, not a target: it is the longest function left
 /// when it was set, and comes down as long ones are split (ARCHITECTURE.md,
-/// "Short functions"). Set at 169 (critique's `roast::critique`) when
-/// issue 25 split the longest (llms.txt's `generate::run` was 370 lines).
-const LIMIT: usize = 169;
+/// "Short functions"). Set at 155 (critique's `args::parse`) when issue 25
+/// split the longest (llms.txt's `generate::run` was 370 lines).
+const LIMIT: usize = 155;
 
 /// A function found in a file: its name, the line its `fn` is on, and its
 /// length in lines.
