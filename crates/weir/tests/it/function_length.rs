@@ -292,7 +292,7 @@ fn production_functions(root: &Path) -> Vec<(PathBuf, Function)> {
         all.extend(found.into_iter().map(|f| (file.clone(), f)));
     }
     all.retain(|(file, _)| !test_files.contains(file));
-    all.sort_by(|a, b| b.1.lines.cmp(&a.1.lines));
+    all.sort_by_key(|(_, f)| std::cmp::Reverse(f.lines));
     all
 }
 
