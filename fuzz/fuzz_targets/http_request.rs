@@ -1,7 +1,8 @@
 //! The HTTP transport as a client reaches it: requests built from the
 //! input (method, target, headers, body) go through the real router
-//! (`weir_mcp::transport::http::router`: the guard that checks Host,
-//! Origin and the bearer token, then `POST|GET|DELETE /mcp` and
+//! (composed as the `weir` binary composes it, in its `src/http.rs`:
+//! weir-web's guard that checks Host, Origin and the bearer token, then
+//! weir-mcp's `POST|GET|DELETE /mcp` and weir-web's
 //! `GET /runs/{id}/events`, where a JSON body becomes an `Incoming`),
 //! against a server with the fixture tools, without a socket.
 //!
@@ -31,9 +32,31 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 use weir_fuzz::{Vocabulary, object, string, value};
 use weir_mcp::ServerConfig;
-use weir_mcp::transport::http::credentials::Credentials;
 use weir_mcp::transport::http::headers::{parse_authority, parse_origin};
-use weir_mcp::transport::http::{HttpOptions, router};
+use weir_mcp::{Caller, McpServer};
+use weir_web::GuardOptions as HttpOptions;
+use weir_web::Identity;
+use weir_web::credentials::Credentials;
+
+/// `/mcp` and weir-web's routes behind weir-web's guard, the guard's
+/// identity of a request `/mcp`'s caller: the `weir` binary's router.
+fn router(server: McpServer, options: HttpOptions) -> axum::Router {
+    let web = weir_web::routes(server.scheduler().clone());
+    let mcp = weir_mcp::transport::http::routes(server).layer(axum::middleware::map_request(
+        |mut request: axum::extract::Request| async move {
+            if let Some(identity) = request.extensions().get::<Identity>() {
+                let caller = match identity.name() {
+                    Some(name) => Caller::named(name, identity.is_admin()),
+                    None => Caller::local(),
+                };
+                let caller = caller.with_tools(identity.allowed_tools().cloned());
+                request.extensions_mut().insert(caller);
+            }
+            request
+        },
+    ));
+    weir_web::guarded(mcp.merge(web), options)
+}
 
 const TOKEN: &str = "s3cret";
 const ALLOWED_HOST: &str = "weir.internal";
@@ -555,7 +578,12 @@ fuzz_target!(|data: &[u8]| {
             let Some(request) = build(exchange, session.as_deref()) else {
                 continue;
             };
-            let expected = refusal(input.token, request.method(), request.uri(), request.headers());
+            let expected = refusal(
+                input.token,
+                request.method(),
+                request.uri(),
+                request.headers(),
+            );
             let api = request.uri().path().starts_with("/api/");
             let described = format!(
                 "{} {} {:?}",

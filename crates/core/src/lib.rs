@@ -9,6 +9,8 @@
 //! service that keeps failing ([`CircuitBreaker`]), and argument checks
 //! against a tool's input schema ([`check_arguments`]) and the output schema
 //! a tool lists ([`output_contract`]). Time helpers format timestamps ([`iso8601`]).
+//! [`headers`] parses the HTTP request headers the web edge and the MCP
+//! transport both check (pure functions over a header's bytes).
 //!
 //! **Not for:** IO of any kind. This crate has no async runtime, no database
 //! and no protocol; time comes in as arguments. Stores, schedulers and MCP
@@ -27,6 +29,8 @@
 //! assert_eq!(tail.next_seq, 2);
 //! ```
 #![warn(missing_docs)]
+
+pub mod headers;
 
 mod breaker;
 mod chunker;

@@ -24,7 +24,9 @@
 //! ```
 
 pub mod credentials;
-pub mod headers;
+/// The request headers the guard parses (in weir-core, which weir-mcp
+/// shares).
+pub use weir_core::headers;
 
 mod api;
 mod assets;

@@ -6,6 +6,7 @@ mod call;
 mod call_text;
 mod cli;
 mod exit;
+mod http;
 #[cfg(feature = "codeintel")]
 mod index;
 #[cfg(feature = "llmstxt")]

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use weir_mcp::catalog::{Catalog, EmptyCatalog};
-use weir_mcp::transport::http::HttpOptions;
-use weir_mcp::transport::http::credentials::{Credentials, ServedTools};
 use weir_mcp::{McpServer, ServerConfig, transport};
+use weir_web::GuardOptions;
+use weir_web::credentials::{Credentials, ServedTools};
 
 use crate::cli::{DEFAULT_HTTP_ADDR, ServeArgs, WrapArgs};
 use crate::exit::Outcome;
+use crate::http;
 use crate::node::{self, UpstreamTools};
 use crate::remote_caller::ClientCaller;
 use crate::upstream_catalog;
@@ -112,12 +113,12 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
             "no token (pass --token or --tokens-file to require one)".into(),
         ),
     };
-    let options = HttpOptions {
+    let options = GuardOptions {
         allowed_origins: args.allowed_origins,
         allowed_hosts: args.allowed_hosts,
         credentials,
     };
-    transport::http::serve_http(server, addr, options, |bound| {
+    http::serve(server, addr, options, |bound| {
         eprintln!("weir: serving MCP at http://{bound}/mcp ({secured}); run events at http://{bound}/runs/{{id}}/events; the runs dashboard at http://{bound}/; store {store}");
     })
     .await

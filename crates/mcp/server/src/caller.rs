@@ -2,8 +2,8 @@
 //!
 //! The transport decides the caller: over stdio there is one client, the
 //! process that spawned weir, and it sees every run ([`Caller::local`]); over
-//! HTTP the bearer token names a credential
-//! ([`transport::http::credentials`](crate::transport::http::credentials)).
+//! HTTP the bearer token names a credential, which the binary's guard
+//! (weir-web's) resolves, and hands to `/mcp` as this request extension.
 //! A run records its caller's name as its owner. A caller that is not an
 //! admin sees, reads and cancels only the runs it owns; to it, another's run
 //! is answered exactly like a run that does not exist, so that it cannot
@@ -22,7 +22,7 @@ use weir_runtime::log::{RunFilter, RunSummary};
 
 /// A client as the server knows it: the credential it presented, if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Caller {
+pub struct Caller {
     /// The credential's name; `None` when the server has no credentials.
     name: Option<Arc<str>>,
     /// Sees every run, whoever owns it.
@@ -34,7 +34,7 @@ pub(crate) struct Caller {
 impl Caller {
     /// The client of a server without credentials (stdio, or HTTP with no
     /// token): it sees every run, and its runs have no owner.
-    pub(crate) fn local() -> Caller {
+    pub fn local() -> Caller {
         Caller {
             name: None,
             admin: true,
@@ -43,7 +43,7 @@ impl Caller {
     }
 
     /// The holder of the credential `name`.
-    pub(crate) fn named(name: &str, admin: bool) -> Caller {
+    pub fn named(name: &str, admin: bool) -> Caller {
         Caller {
             name: Some(name.into()),
             admin,
@@ -52,7 +52,7 @@ impl Caller {
     }
 
     /// The same caller, allowed only `tools` (`None`: every tool).
-    pub(crate) fn with_tools(self, tools: Option<Arc<BTreeSet<String>>>) -> Caller {
+    pub fn with_tools(self, tools: Option<Arc<BTreeSet<String>>>) -> Caller {
         Caller { tools, ..self }
     }
 

@@ -19,8 +19,9 @@
 //! [`catalog::Catalog`] (resources, prompts, completions; [`catalog::EmptyCatalog`]
 //! when there are none) and a [`ServerConfig`]; then handed to
 //! [`transport::stdio::serve_stdio`] (or [`transport::stdio::serve_lines`]
-//! for any pair of line streams) or [`transport::http::serve_http`] (or
-//! [`transport::http::router`] to mount it in an axum app).
+//! for any pair of line streams) or [`transport::http::routes`] (`/mcp`,
+//! to mount behind a guard that gives each request its [`Caller`]; the
+//! binary composes it with weir-web's) and [`transport::http::serve`].
 //!
 //! **Inside**, a module imports only from its own row or the rows below it,
 //! and no import chain comes back to where it started:
@@ -75,6 +76,7 @@ mod state;
 pub mod transport;
 mod wire;
 
+pub use caller::Caller;
 pub use handlers::tools::builtin_tool_names;
 pub use server::McpServer;
 pub use state::{ServerConfig, StatusPart};

@@ -59,8 +59,8 @@ const LAYERS: &[Layer] = &[
         external: Some(&["serde", "serde_json"]),
     },
     Layer {
-        // The HTTP edge: the guard, the run API, the dashboard. Below the MCP
-        // server, which composes its routes with `/mcp`.
+        // The HTTP edge: the guard, the run API, the dashboard. Beside the MCP
+        // server: the binary composes their routes.
         name: "weir-web",
         normal: Some(ENGINE),
         dev: ENGINE,
@@ -68,8 +68,10 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "weir-mcp",
-        normal: Some(&["weir-core", "weir-runtime", "weir-mcp-wire", "weir-web"]),
-        // Its tests drive it with the fixtures and weir's own client.
+        // Its `/mcp` routes know no guard: the binary puts weir-web's in front.
+        normal: Some(&["weir-core", "weir-runtime", "weir-mcp-wire"]),
+        // Its tests drive it with the fixtures and weir's own client, behind
+        // weir-web's guard as the binary does.
         dev: &[
             "weir-core",
             "weir-runtime",

@@ -7,8 +7,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use serde_json::{Value, json};
-use weir_mcp::transport::http::HttpOptions;
 use weir_runtime::{EventLog, MemoryLog};
+use weir_web::GuardOptions as HttpOptions;
 
 use crate::support::server;
 
@@ -16,7 +16,7 @@ async fn start(options: HttpOptions) -> (String, Arc<dyn EventLog>) {
     let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
     let server = server(log.clone(), 512 * 1024).await;
     let (bound, address) = tokio::sync::oneshot::channel::<SocketAddr>();
-    tokio::spawn(weir_mcp::transport::http::serve_http(
+    tokio::spawn(crate::support::serve_http(
         server,
         "127.0.0.1:0".parse().unwrap(),
         options,
@@ -135,7 +135,7 @@ impl McpHttp {
 #[tokio::test]
 async fn foreign_hosts_origins_and_missing_tokens_are_refused() {
     let (base, _) = start(HttpOptions {
-        credentials: weir_mcp::transport::http::credentials::Credentials::single("s3cret"),
+        credentials: weir_web::credentials::Credentials::single("s3cret"),
         ..HttpOptions::default()
     })
     .await;

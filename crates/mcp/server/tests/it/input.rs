@@ -12,8 +12,8 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use serde_json::{Value, json};
 use weir_core::{RunId, RunState};
-use weir_mcp::transport::http::HttpOptions;
 use weir_runtime::{EventLog, MemoryLog};
+use weir_web::GuardOptions as HttpOptions;
 
 use crate::support::{LineClient, server};
 
@@ -175,7 +175,7 @@ async fn start_http() -> (String, Arc<dyn EventLog>) {
     let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
     let server = server(log.clone(), 512 * 1024).await;
     let (bound, address) = tokio::sync::oneshot::channel::<SocketAddr>();
-    tokio::spawn(weir_mcp::transport::http::serve_http(
+    tokio::spawn(crate::support::serve_http(
         server,
         "127.0.0.1:0".parse().unwrap(),
         HttpOptions::default(),

@@ -6,9 +6,9 @@
 use std::net::SocketAddr;
 
 use serde_json::{Value, json};
-use weir_mcp::transport::http::HttpOptions;
-use weir_mcp::transport::http::credentials::Credentials;
 use weir_runtime::{EventLog, MemoryLog};
+use weir_web::GuardOptions as HttpOptions;
+use weir_web::credentials::Credentials;
 
 use crate::support::server;
 
@@ -22,7 +22,7 @@ async fn start() -> String {
         ..HttpOptions::default()
     };
     let (bound, address) = tokio::sync::oneshot::channel::<SocketAddr>();
-    tokio::spawn(weir_mcp::transport::http::serve_http(
+    tokio::spawn(crate::support::serve_http(
         server,
         "127.0.0.1:0".parse().unwrap(),
         options,

@@ -1,18 +1,17 @@
-//! Streamable HTTP at `/mcp` (both eras), on axum, composed with weir-web's
-//! routes (`/runs/{id}/events`, the dashboard and its API) behind weir-web's
-//! one guard (`Host`, `Origin`, the bearer token).
+//! Streamable HTTP at `/mcp` (both eras), on axum: [`routes`], which the
+//! binary composes with weir-web's (`/runs/{id}/events`, the dashboard and
+//! its API) behind weir-web's one guard (`Host`, `Origin`, the bearer
+//! token), the guard's identity given to `/mcp` as each request's
+//! [`Caller`] extension.
 //!
 //! weir owns this layer (rather than rmcp's transport) so that every
 //! notification of a tool call travels on that call's own response stream,
 //! with SSE ids taken from the run log: `Last-Event-ID` resumes a dropped
 //! call stream from the log, also long after the event was sent.
 
-// The guard's parts live in weir-web, the HTTP edge every route shares;
-// their old paths stay, for the binary, the tests and the fuzz targets.
-/// Security settings of the HTTP transport: weir-web's guard options.
-pub use weir_web::GuardOptions as HttpOptions;
-pub use weir_web::credentials;
-pub use weir_web::headers;
+// The header parsers live in weir-core, shared with weir-web's guard;
+// their old path stays, for the tests and the fuzz targets.
+pub use weir_core::headers;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -29,7 +28,6 @@ use axum::routing::get;
 use serde_json::Value;
 use weir_core::{RunId, Seq};
 use weir_runtime::LogError;
-use weir_web::Identity;
 
 use crate::caller::Caller;
 use crate::follow::{FollowError, follow_asking};
@@ -52,48 +50,36 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
 const LAST_EVENT_ID: &str = "last-event-id";
 
-/// The axum router: `POST|GET|DELETE /mcp`, and weir-web's routes
-/// (`GET /runs/{id}/events`, the dashboard at `/` and its `/api`), every one
-/// behind the guard.
-pub fn router(server: McpServer, options: HttpOptions) -> Router {
+/// `POST|GET|DELETE /mcp`, each request's [`Caller`] taken from its
+/// extensions, where whatever admitted the request put it (a request
+/// without one is refused, never served as another's), and a body at most
+/// [`McpServer::max_message_bytes`].
+pub fn routes(server: McpServer) -> Router {
     let limit = server.max_message_bytes();
-    let web = weir_web::routes(server.scheduler().clone());
     let state = Arc::new(HttpState {
         server,
         sessions: Mutex::default(),
     });
-    let mcp = Router::new()
+    Router::new()
         .route("/mcp", get(get_mcp).post(post_mcp).delete(delete_mcp))
-        .with_state(state);
-    weir_web::guarded(mcp.merge(web).layer(DefaultBodyLimit::max(limit)), options)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(limit))
 }
 
-/// The caller of a request the guard admitted, as the MCP handlers know
-/// it: the same name, admin flag and tools, so the same runs and calls.
-fn caller_of(identity: &Identity) -> Caller {
-    let caller = match identity.name() {
-        Some(name) => Caller::named(name, identity.is_admin()),
-        None => Caller::local(),
-    };
-    caller.with_tools(identity.allowed_tools().cloned())
-}
-
-/// Binds `addr` and serves until the process ends. Calls `on_bound` with
-/// the bound address (useful with port 0).
-pub async fn serve_http(
-    server: McpServer,
+/// Binds `addr` and serves `app` until the process ends. Calls `on_bound`
+/// with the bound address (useful with port 0).
+pub async fn serve(
+    app: Router,
     addr: SocketAddr,
-    options: HttpOptions,
     on_bound: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
-    options.check()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
     // No Nagle: a lone small SSE event must not wait for the peer's delayed ACK.
     let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
         let _ = stream.set_nodelay(true);
     });
-    axum::serve(listener, router(server, options)).await
+    axum::serve(listener, app).await
 }
 
 fn json_error(status: StatusCode, id: &Value, error: &RpcError) -> Response {
@@ -144,11 +130,10 @@ fn session_of(
 
 async fn post_mcp(
     State(state): State<Arc<HttpState>>,
-    Extension(identity): Extension<Identity>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let caller = caller_of(&identity);
     // The whole media type, parameters included: `application/jsonx` is
     // another type, and two Content-Type headers are no type at all.
     let mut content_types = headers.get_all(header::CONTENT_TYPE).iter();
@@ -317,10 +302,9 @@ fn sse_response(outgoing: Delivery) -> Response {
 /// run's notifications and its response only.
 async fn get_mcp(
     State(state): State<Arc<HttpState>>,
-    Extension(identity): Extension<Identity>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Response {
-    let caller = caller_of(&identity);
     let Some(last) = headers.get(LAST_EVENT_ID) else {
         if state.server.state.config.tools_list_changes {
             return match session_of(&state, &caller, &headers) {
@@ -453,10 +437,9 @@ fn parse_event_id(id: &[u8]) -> Option<(RunId, Seq)> {
 
 async fn delete_mcp(
     State(state): State<Arc<HttpState>>,
-    Extension(identity): Extension<Identity>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Response {
-    let caller = caller_of(&identity);
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return plain_error(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header");
     };

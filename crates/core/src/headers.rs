@@ -1,6 +1,7 @@
-//! The request headers the HTTP transport's security rests on, parsed
-//! whole: `Host` and `Origin` (DNS-rebinding protection), `Content-Type`
-//! and `Authorization`, and the seq in `Last-Event-ID`.
+//! The request headers the HTTP edge's security rests on, parsed whole
+//! (here, below both weir-web's guard and weir-mcp's `/mcp`): `Host` and
+//! `Origin` (DNS-rebinding protection), `Content-Type` and `Authorization`,
+//! and the seq in `Last-Event-ID`.
 //!
 //! Each function reads the raw bytes of one header value and either
 //! understands all of them or says why not: nothing is matched by prefix,
@@ -11,7 +12,7 @@
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use weir_core::Seq;
+use crate::Seq;
 
 /// Why a header value was not understood.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
