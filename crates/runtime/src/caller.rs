@@ -281,6 +281,15 @@ impl RunContext {
             .unwrap_or_default()
     }
 
+    /// Whether this run's caller may reach the upstream server `name`
+    /// through a [`RemoteCaller`]: granted [`upstream_grant`]`(name)`, or
+    /// held to no grant at all. A run outside a scheduler has no caller to
+    /// hold it.
+    pub fn may_reach_upstream(&self, name: &str) -> bool {
+        self.children()
+            .is_none_or(|children| children.grants(&upstream_grant(name)))
+    }
+
     /// The tools of the runs this one was started under, its parent's
     /// first and its root's last; empty for a run a client started. For a
     /// tool that bounds how deep it nests (a plan running plans).
@@ -289,6 +298,13 @@ impl RunContext {
             .map(|children| children.ancestors())
             .unwrap_or_default()
     }
+}
+
+/// The grant of the upstream server `name` in a caller's scope
+/// (`packs=upstream:NAME` in a tokens file): its tools, resources and
+/// prompts, and plan steps that call it.
+pub fn upstream_grant(name: &str) -> String {
+    format!("upstream:{name}")
 }
 
 /// Calls tools of the other MCP servers the operator declared (its

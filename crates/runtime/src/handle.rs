@@ -87,4 +87,8 @@ pub(crate) trait Spawn: Send + Sync {
 
     /// The tools of the runs above this one, its parent's first.
     fn ancestors(&self) -> Vec<String>;
+
+    /// Whether the run's caller was granted `entry`: a tool's name, or a
+    /// grant that is no tool ([`upstream_grant`](crate::upstream_grant)).
+    fn grants(&self, entry: &str) -> bool;
 }

@@ -79,7 +79,7 @@ mod tool;
 #[cfg(feature = "tool-contract")]
 pub mod tool_contract;
 
-pub use caller::{CallError, ChildEnd, ChildRun, RemoteCaller};
+pub use caller::{CallError, ChildEnd, ChildRun, RemoteCaller, upstream_grant};
 pub use context::{EmitError, RunContext, now_ms};
 pub use heartbeat::Heartbeat;
 pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};

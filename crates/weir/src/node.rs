@@ -94,7 +94,7 @@ pub(crate) async fn assemble(
             .collect();
         for (server, upstream) in upstream_tools::discover(&caller, naming, &taken, heartbeat).await
         {
-            let names = tools.add(&selection, &format!("upstream:{server}"), upstream);
+            let names = tools.add(&selection, &weir_runtime::upstream_grant(&server), upstream);
             followed.push((server, names.into_iter().collect()));
         }
     }

@@ -74,7 +74,7 @@ async fn serve(data_dir: &Path, args: ServeArgs, upstreams: Upstreams) -> anyhow
         scheduler: node.scheduler.clone(),
         server: server.clone(),
         keep: Arc::new(move |upstream: &str, tool: &str| {
-            selection.serves(&format!("upstream:{upstream}"), tool)
+            selection.serves(&weir_runtime::upstream_grant(upstream), tool)
         }),
     });
     for (upstream, names) in node.followed.clone() {

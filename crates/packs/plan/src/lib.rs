@@ -199,11 +199,16 @@ impl Tool for PlanRun {
             .into_iter()
             .map(|tool| tool.name)
             .collect();
+        // The upstreams the caller was granted: another is refused as if
+        // it were not declared, as a tool outside the scope is.
         let servers: BTreeSet<String> = self
             .remote
             .as_ref()
-            .map(|remote| remote.servers().into_iter().collect())
-            .unwrap_or_default();
+            .map(|remote| remote.servers())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|server| ctx.may_reach_upstream(server))
+            .collect();
         let checked = read_arguments(&arguments)?
             .check(&tools, &servers)
             .map_err(refused)?;

@@ -209,6 +209,11 @@ impl Spawn for Lineage {
         self.tools.iter().skip(1).cloned().collect()
     }
 
+    fn grants(&self, entry: &str) -> bool {
+        let allowed = self.allowed_tools.as_deref();
+        allowed.is_none_or(|allowed| allowed.contains(entry))
+    }
+
     fn tools(&self) -> Vec<ToolInfo> {
         let allowed = self.allowed_tools.as_deref();
         self.scheduler

@@ -336,6 +336,58 @@ fn a_plan_started_by_a_token_held_to_plan_run_cannot_run_execute_code_as_a_step(
     );
 }
 
+/// A plan step on an upstream (`server: NAME`) is held to the caller's
+/// grant of that upstream, as a direct call of its tools is: a token held
+/// to `plan_run` cannot reach it through a plan (refused as an undeclared
+/// server would be: the upstream never answers), one also granted
+/// `packs=upstream:other` can, as can one with no grant.
+#[test]
+fn a_plan_step_reaches_an_upstream_only_for_a_caller_granted_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = format!("other=-- {WEIR} serve --memory --stdio --fixtures --no-exec");
+    let tokens = tokens_file(
+        dir.path(),
+        &[
+            "planner token:planner-token tools=plan_run",
+            "reacher token:reacher-token tools=plan_run packs=upstream:other",
+            "plain   token:plain-token",
+        ],
+    );
+    let server = start(
+        dir.path(),
+        &[
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+            "--upstream",
+            &upstream,
+        ],
+    )
+    .unwrap_or_else(|stderr| panic!("weir serve did not start: {stderr}"));
+    let plan = json!({"steps": [
+        {"id": "there", "tool": "test_simple_text", "server": "other"},
+    ]});
+
+    let answer = server.call(Some("planner-token"), "plan_run", json!({"plan": plan}));
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true, "refused: {answer}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("other"), "names the server: {answer}");
+    assert!(
+        !text.contains("This is a simple text response"),
+        "the upstream answered: {answer}"
+    );
+
+    for token in ["reacher-token", "plain-token"] {
+        let answer = server.call(Some(token), "plan_run", json!({"plan": plan}));
+        let result = &answer["result"];
+        assert_ne!(result["isError"], true, "{token}: {answer}");
+        assert_eq!(
+            result["structuredContent"]["steps"][0]["outcome"], "completed",
+            "{token}: {answer}"
+        );
+    }
+}
+
 #[test]
 fn a_grant_of_a_tool_the_server_does_not_serve_stops_it_at_start_naming_the_line() {
     let dir = tempfile::tempdir().unwrap();

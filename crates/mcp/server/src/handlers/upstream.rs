@@ -33,7 +33,7 @@ fn visible<'a>(state: &'a ServerState, caller: &Caller) -> Option<(&'a PassThrou
         .source
         .names()
         .into_iter()
-        .filter(|name| caller.may_call(&format!("upstream:{name}")))
+        .filter(|name| caller.may_call(&weir_runtime::upstream_grant(name)))
         .collect();
     Some((through, names))
 }
