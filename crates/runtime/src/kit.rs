@@ -46,10 +46,37 @@ pub fn invalid(message: impl Into<String>) -> RunError {
 /// let refused = parse_object::<Args>(json!([3])).unwrap_err();
 /// assert_eq!(refused.message, "arguments: invalid type: sequence, expected a map");
 /// ```
-pub fn parse_object<T: DeserializeOwned>(arguments: Value) -> Result<T, RunError> {
+///
+/// A whole number written with a fraction (`50.0`) reads as the integer
+/// it is: JSON Schema's `integer` admits it, so the scheduler's schema
+/// check passes it, and serde alone would refuse it for an integer field.
+pub fn parse_object<T: DeserializeOwned>(mut arguments: Value) -> Result<T, RunError> {
+    whole_numbers_as_integers(&mut arguments);
     serde_json::from_value(arguments)
         .map(|Object(parsed)| parsed)
         .map_err(|error| invalid(format!("arguments: {error}")))
+}
+
+/// Every number in `value` that is a whole float (`50.0`) made the same
+/// integer; other numbers as they are (a float field reads an integer too).
+fn whole_numbers_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(number) => {
+            let whole = number
+                .as_f64()
+                .filter(|float| !number.is_i64() && !number.is_u64() && float.fract() == 0.0);
+            if let Some(float) = whole {
+                if float >= 0.0 && float <= u64::MAX as f64 {
+                    *value = Value::from(float as u64);
+                } else if float >= i64::MIN as f64 && float < 0.0 {
+                    *value = Value::from(float as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
+    }
 }
 
 /// The arguments as an object, for a tool that reads them field by field;
@@ -123,6 +150,28 @@ mod tests {
         }
         let unknown = parse_object::<Args>(json!({"path": ".", "x": 1})).unwrap_err();
         assert!(unknown.message.contains("unknown field `x`"), "{unknown}");
+    }
+
+    #[test]
+    fn a_whole_number_written_as_a_float_reads_as_an_integer() {
+        #[derive(Debug, Deserialize)]
+        struct Limits {
+            limit: u32,
+            offset: i64,
+            ratio: f64,
+            sizes: Vec<u8>,
+        }
+        let read: Limits =
+            parse_object(json!({"limit": 50.0, "offset": -2.0, "ratio": 1.0, "sizes": [1.0, 2]}))
+                .unwrap();
+        assert_eq!(
+            (read.limit, read.offset, read.ratio, read.sizes),
+            (50, -2, 1.0, vec![1, 2])
+        );
+        let fraction =
+            parse_object::<Limits>(json!({"limit": 50.5, "offset": 0, "ratio": 1, "sizes": []}))
+                .unwrap_err();
+        assert!(fraction.message.contains("50.5"), "{fraction}");
     }
 
     #[test]
