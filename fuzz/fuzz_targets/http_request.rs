@@ -31,30 +31,17 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 use weir_fuzz::{Vocabulary, object, string, value};
+use weir_mcp::McpServer;
 use weir_mcp::ServerConfig;
 use weir_mcp::transport::http::headers::{parse_authority, parse_origin};
-use weir_mcp::{Caller, McpServer};
 use weir_web::GuardOptions as HttpOptions;
-use weir_web::Identity;
 use weir_web::credentials::Credentials;
 
 /// `/mcp` and weir-web's routes behind weir-web's guard, the guard's
-/// identity of a request `/mcp`'s caller: the `weir` binary's router.
+/// principal of a request `/mcp`'s caller: the `weir` binary's router.
 fn router(server: McpServer, options: HttpOptions) -> axum::Router {
     let web = weir_web::routes(server.scheduler().clone());
-    let mcp = weir_mcp::transport::http::routes(server).layer(axum::middleware::map_request(
-        |mut request: axum::extract::Request| async move {
-            if let Some(identity) = request.extensions().get::<Identity>() {
-                let caller = match identity.name() {
-                    Some(name) => Caller::named(name, identity.is_admin()),
-                    None => Caller::local(),
-                };
-                let caller = caller.with_tools(identity.allowed_tools().cloned());
-                request.extensions_mut().insert(caller);
-            }
-            request
-        },
-    ));
+    let mcp = weir_mcp::transport::http::routes(server);
     weir_web::guarded(mcp.merge(web), options)
 }
 

@@ -9,7 +9,9 @@
 //! [`Subscription`], the replay-then-live reader every delivery is built on;
 //! and tools calling tools: [`RunContext::call`] starts another tool as a
 //! child run (cancelled with its parent, never outliving it), and
-//! [`RemoteCaller`] is how the binary lets a pack call other MCP servers.
+//! [`RemoteCaller`] is how the binary lets a pack call other MCP servers;
+//! [`Principal`] is who calls (a credential's name, admin or not, the tools
+//! it may call), the one type the HTTP guard and the MCP server share.
 //! Durable stores are sibling crates (`weir-store-sqlite`) built on
 //! [`log::kit`]; with the `store-contract` feature this crate exports the
 //! test suite every store must pass. Packs share [`kit`]: one invalid-arguments
@@ -71,6 +73,7 @@ mod heartbeat;
 mod input;
 pub mod kit;
 pub mod log;
+mod principal;
 mod roots;
 mod scheduler;
 #[cfg(feature = "store-contract")]
@@ -84,6 +87,7 @@ pub use context::{EmitError, RunContext, now_ms};
 pub use heartbeat::Heartbeat;
 pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
+pub use principal::Principal;
 pub use roots::{Roots, RootsError, open_beneath};
 pub use scheduler::{
     Offer, Peers, RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError,

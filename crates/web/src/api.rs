@@ -14,12 +14,11 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use weir_core::{EventKind, Progress, RunId, RunState, Seq};
-use weir_runtime::EventLog;
 use weir_runtime::log::{FindRunError, RunFilter, RunSummary, find_run};
+use weir_runtime::{EventLog, Principal};
 
 use crate::Web;
 use crate::guard::refusal;
-use crate::identity::Identity;
 
 /// Runs per page when the page does not say.
 const DEFAULT_PAGE: usize = 50;
@@ -139,7 +138,7 @@ impl Cursor {
 /// the end). `parent` (a whole run id) keeps the runs that run started.
 pub(crate) async fn list(
     State(web): State<Arc<Web>>,
-    Extension(identity): Extension<Identity>,
+    Extension(identity): Extension<Principal>,
     Query(query): Query<ListQuery>,
 ) -> Response {
     let mut states = Vec::new();
@@ -211,7 +210,7 @@ pub(crate) async fn list(
 /// `MIN_RUN_PREFIX` characters) — if `identity` may see it; else the
 /// answer to send. Runs it may not see are neither matched nor named.
 #[allow(clippy::result_large_err)]
-async fn visible(web: &Web, identity: &Identity, id: &str) -> Result<RunSummary, Response> {
+async fn visible(web: &Web, identity: &Principal, id: &str) -> Result<RunSummary, Response> {
     let log = web.scheduler.log();
     match find_run(log.as_ref(), id, |run| identity.sees(run)).await {
         Ok(run) => Ok(run),
@@ -234,7 +233,7 @@ async fn visible(web: &Web, identity: &Identity, id: &str) -> Result<RunSummary,
 /// as stored: redacted) and its latest progress.
 pub(crate) async fn detail(
     State(web): State<Arc<Web>>,
-    Extension(identity): Extension<Identity>,
+    Extension(identity): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
     let run = match visible(&web, &identity, &id).await {
@@ -257,7 +256,7 @@ pub(crate) struct EventsQuery {
 /// from `GET /runs/{id}/events`).
 pub(crate) async fn events(
     State(web): State<Arc<Web>>,
-    Extension(identity): Extension<Identity>,
+    Extension(identity): Extension<Principal>,
     Path(id): Path<String>,
     Query(query): Query<EventsQuery>,
 ) -> Response {
@@ -280,7 +279,7 @@ pub(crate) async fn events(
 /// download, read from the store a chunk at a time.
 pub(crate) async fn artifact(
     State(web): State<Arc<Web>>,
-    Extension(identity): Extension<Identity>,
+    Extension(identity): Extension<Principal>,
     Path((id, name)): Path<(String, String)>,
 ) -> Response {
     let run = match visible(&web, &identity, &id).await {
@@ -351,7 +350,7 @@ pub(crate) struct CancelQuery {
 /// origin asks.
 pub(crate) async fn cancel(
     State(web): State<Arc<Web>>,
-    Extension(identity): Extension<Identity>,
+    Extension(identity): Extension<Principal>,
     Path(id): Path<String>,
     Query(query): Query<CancelQuery>,
 ) -> Response {
@@ -376,7 +375,7 @@ pub(crate) async fn cancel(
 /// list's filter.
 pub(crate) async fn tools(
     State(web): State<Arc<Web>>,
-    Extension(identity): Extension<Identity>,
+    Extension(identity): Extension<Principal>,
 ) -> Response {
     // The tools it may call: the same list as its `tools/list`.
     let names: Vec<Value> = web

@@ -65,10 +65,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use weir_runtime::Principal;
 use weir_runtime::log::kit::sha256_hex;
 
 use crate::headers::tokens_match;
-use crate::identity::Identity;
 
 /// One token and who holds it.
 #[derive(Clone, PartialEq, Eq)]
@@ -300,7 +300,7 @@ impl Credentials {
     /// The identity a presented token names; `None` when it is no one's.
     /// Every credential is compared, in time that does not depend on which
     /// one matches or how much of a digest a guess got right.
-    pub(crate) fn identify(&self, presented: &[u8]) -> Option<Identity> {
+    pub(crate) fn identify(&self, presented: &[u8]) -> Option<Principal> {
         let digest = sha256_hex(presented);
         let mut found = None;
         for credential in &self.list {
@@ -309,7 +309,8 @@ impl Credentials {
             }
         }
         found.map(|credential| {
-            Identity::named(&credential.name, credential.admin).with_tools(credential.tools.clone())
+            Principal::named(&credential.name, credential.admin)
+                .with_tools(credential.tools.clone())
         })
     }
 }
@@ -428,15 +429,15 @@ mod tests {
         assert!(credentials.holds_tokens());
         assert_eq!(
             credentials.identify(b"alice-token"),
-            Some(Identity::named("alice", false))
+            Some(Principal::named("alice", false))
         );
         assert_eq!(
             credentials.identify(b"root-token"),
-            Some(Identity::named("root", true))
+            Some(Principal::named("root", true))
         );
         assert_eq!(
             credentials.identify(b"bob-token"),
-            Some(Identity::named("bob", false))
+            Some(Principal::named("bob", false))
         );
         for wrong in [
             &b""[..],
@@ -455,7 +456,7 @@ mod tests {
         let credentials = Credentials::single("s3cret");
         assert_eq!(
             credentials.identify(b"s3cret"),
-            Some(Identity::named(DEFAULT_NAME, true))
+            Some(Principal::named(DEFAULT_NAME, true))
         );
         assert_eq!(credentials.identify(b"s3cre"), None);
         assert!(Credentials::none().is_empty());

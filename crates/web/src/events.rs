@@ -14,12 +14,11 @@ use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::json;
 use weir_core::{EventKind, RunId, Seq};
-use weir_runtime::{EventLog, LogError, Subscription};
+use weir_runtime::{EventLog, LogError, Principal, Subscription};
 
 use crate::Web;
 use crate::guard::refusal;
 use crate::headers::parse_seq;
-use crate::identity::Identity;
 
 const LAST_EVENT_ID: &str = "last-event-id";
 
@@ -34,7 +33,7 @@ pub(crate) struct FromQuery {
 /// event, `{run_id, state, next_seq}`, instead.
 pub(crate) async fn run_events(
     State(web): State<Arc<Web>>,
-    Extension(identity): Extension<Identity>,
+    Extension(identity): Extension<Principal>,
     Path(run_id): Path<String>,
     Query(query): Query<FromQuery>,
     headers: HeaderMap,

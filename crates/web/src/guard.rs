@@ -1,7 +1,7 @@
 //! Every route's gate: DNS-rebinding protection (`Host`, `Origin`) and the
 //! bearer token, checked before any handler runs (SECURITY.md, "The HTTP
-//! server"). The identity the token names goes to the handler as a request
-//! extension. The one place the headers of [`crate::headers`] are judged.
+//! server"). The [`Principal`] the token names goes to every handler (`/mcp`'s
+//! too, when the binary composes it here) as a request extension. The one place the headers of [`crate::headers`] are judged.
 
 use std::sync::Arc;
 
@@ -11,10 +11,10 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+use weir_runtime::Principal;
 
 use crate::credentials::Credentials;
 use crate::headers::{bearer_token, parse_authority, parse_origin};
-use crate::identity::Identity;
 
 /// Security settings of the HTTP server.
 #[derive(Clone, Debug, Default)]
@@ -111,7 +111,7 @@ fn admit(
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
-) -> Result<Option<Identity>, Response> {
+) -> Result<Option<Principal>, Response> {
     // RFC 9112 §3.2: a request without a Host, with two, or with one that is
     // not an authority is a bad request. An absolute-form target names a
     // host too; both must pass.
@@ -220,7 +220,7 @@ fn admit(
         return Ok(None);
     }
     if options.credentials.is_empty() {
-        return Ok(Some(Identity::local()));
+        return Ok(Some(Principal::local()));
     }
     let mut values = headers.get_all(header::AUTHORIZATION).iter();
     let presented = match (values.next(), values.next()) {

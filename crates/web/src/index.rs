@@ -24,11 +24,10 @@ use futures_util::Stream;
 use tokio::sync::broadcast;
 use weir_core::{RunId, RunState, Seq};
 use weir_runtime::log::{RunFilter, RunSummary};
-use weir_runtime::{EventLog, Scheduler};
+use weir_runtime::{EventLog, Principal, Scheduler};
 
 use crate::Web;
 use crate::api::RunView;
-use crate::identity::Identity;
 
 /// How often the poller looks: a new run reaches the page well within 1 s.
 const TICK: Duration = Duration::from_millis(250);
@@ -132,7 +131,7 @@ async fn send(log: &dyn EventLog, changes: &broadcast::Sender<Change>, run: RunS
 /// GET `/api/runs/live`.
 pub(crate) async fn live(
     State(web): State<Arc<Web>>,
-    Extension(identity): Extension<Identity>,
+    Extension(identity): Extension<Principal>,
 ) -> Response {
     let receiver = web.index().changes.subscribe();
     Sse::new(watch(receiver, identity))
@@ -146,7 +145,7 @@ pub(crate) async fn live(
 
 fn watch(
     receiver: broadcast::Receiver<Change>,
-    identity: Identity,
+    identity: Principal,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     futures_util::stream::unfold(
         (receiver, identity),

@@ -3,8 +3,8 @@
 //!
 //! **For:** what a browser or a plain HTTP client sees of runs, and who may
 //! see it. [`guarded`] puts [`GuardOptions`]' checks (`Host`, `Origin`, the
-//! bearer token, parsed by [`headers`] and resolved by [`credentials`] to an
-//! [`Identity`]) in front of a router; [`routes`] gives
+//! bearer token, parsed by [`headers`] and resolved by [`credentials`] to a
+//! [`Principal`](weir_runtime::Principal)) in front of a router; [`routes`] gives
 //! `GET /runs/{id}/events` (SSE, `Last-Event-ID`), the JSON API
 //! (`/api/runs` paged, `/api/runs/live`, `/api/runs/{id}`, its events page,
 //! artifacts, `POST /api/runs/{id}/cancel`, `/api/tools`) and the page (`GET /`,
@@ -32,7 +32,6 @@ mod api;
 mod assets;
 mod events;
 mod guard;
-mod identity;
 mod index;
 
 use std::sync::{Arc, OnceLock};
@@ -42,7 +41,6 @@ use axum::routing::{get, post};
 use weir_runtime::Scheduler;
 
 pub use guard::{GuardOptions, guarded, refusal};
-pub use identity::Identity;
 
 /// What the routes share.
 struct Web {
@@ -59,7 +57,8 @@ impl Web {
 }
 
 /// The run routes and the dashboard, to be served behind [`guarded`] (every
-/// handler but the static files expects the guard's [`Identity`]).
+/// handler but the static files expects the guard's
+/// [`Principal`](weir_runtime::Principal)).
 pub fn routes(scheduler: Scheduler) -> Router {
     let web = Arc::new(Web {
         scheduler,

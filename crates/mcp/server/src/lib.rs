@@ -20,7 +20,8 @@
 //! when there are none) and a [`ServerConfig`]; then handed to
 //! [`transport::stdio::serve_stdio`] (or [`transport::stdio::serve_lines`]
 //! for any pair of line streams) or [`transport::http::routes`] (`/mcp`,
-//! to mount behind a guard that gives each request its [`Caller`]; the
+//! to mount behind a guard that gives each request its
+//! [`Principal`](weir_runtime::Principal); the
 //! binary composes it with weir-web's) and [`transport::http::serve`].
 //!
 //! **Inside**, a module imports only from its own row or the rows below it,
@@ -33,7 +34,7 @@
 //! | handlers | `handlers::{lifecycle, tools, tasks, resources, prompts, builtin, upstream}`: free functions over the shared state, one module per group of methods (`builtin`: weir's own `runs_*` and `get_status` tools and `weir://runs/…` resources; `upstream`: the upstreams' resources and prompts, passed through) |
 //! | following | `follow`: the one loop over a run's log, for calls, resumed streams and tasks |
 //! | projection | `projection` (events → MCP messages and the final result), `session` (a client's session, outgoing messages) |
-//! | ground | `state` (scheduler, catalog, settings), `caller` (who a request comes from, and the runs it may see), `errors`, `protocol` (the revision a request speaks), `wire` (MCP's JSON forms), `delivery` (the bounded per-client queue in which progress coalesces), [`catalog`] |
+//! | ground | `state` (scheduler, catalog, settings), `errors`, `protocol` (the revision a request speaks), `wire` (MCP's JSON forms), `delivery` (the bounded per-client queue in which progress coalesces), [`catalog`] |
 //!
 //! ```
 //! # #[tokio::main]
@@ -62,7 +63,6 @@
 //! ```
 #![warn(missing_docs)]
 
-mod caller;
 pub mod catalog;
 mod delivery;
 mod errors;
@@ -76,7 +76,6 @@ mod state;
 pub mod transport;
 mod wire;
 
-pub use caller::Caller;
 pub use handlers::tools::builtin_tool_names;
 pub use server::McpServer;
 pub use state::{ServerConfig, StatusPart};

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use weir_core::{LogLevel, RunId};
+use weir_runtime::Principal;
 use weir_runtime::now_ms;
 
-use crate::caller::Caller;
 use crate::delivery;
 use crate::protocol::{Era, Scope};
 
@@ -153,8 +153,8 @@ pub(crate) struct Session {
     /// another node; not stdio's, whose one client cannot go elsewhere.
     records_streams: bool,
     /// Who the client is: the runs it starts are its own, and it sees only
-    /// the runs it may ([`Caller::sees`]).
-    pub(crate) caller: Caller,
+    /// the runs it may ([`Principal::sees`]).
+    pub(crate) caller: Principal,
     state: Mutex<SessionState>,
     /// When the client last used this session (Unix ms), for idle expiry.
     last_seen: AtomicU64,
@@ -182,17 +182,17 @@ struct SessionState {
 impl Session {
     /// A session whose call streams only this process serves: stdio's, or
     /// the stand-in for one stateless request.
-    pub(crate) fn new(caller: Caller) -> Arc<Session> {
+    pub(crate) fn new(caller: Principal) -> Arc<Session> {
         Session::create(caller, false)
     }
 
     /// A 2025-11-25 HTTP session: its call streams are recorded with their
     /// runs, so that any node sharing the store can resume them.
-    pub(crate) fn over_http(caller: Caller) -> Arc<Session> {
+    pub(crate) fn over_http(caller: Principal) -> Arc<Session> {
         Session::create(caller, true)
     }
 
-    fn create(caller: Caller, records_streams: bool) -> Arc<Session> {
+    fn create(caller: Principal, records_streams: bool) -> Arc<Session> {
         Arc::new(Session {
             id: uuid::Uuid::new_v4().simple().to_string(),
             records_streams,
@@ -401,9 +401,9 @@ fn client_name(info: &Value) -> Option<String> {
 mod tests {
     use serde_json::json;
     use weir_core::LogLevel;
+    use weir_runtime::Principal;
 
     use super::{Session, StreamRecord, client_name};
-    use crate::caller::Caller;
     use crate::protocol::{Era, Scope};
 
     /// A client is named by its `clientInfo` as `name/version`, on one
@@ -426,7 +426,7 @@ mod tests {
             client_name(&json!({"name": "x".repeat(500)})).map(|name| name.len()),
             Some(100)
         );
-        let session = Session::new(Caller::local());
+        let session = Session::new(Principal::local());
         session.set_client(Some(&json!({"name": "host", "version": "9"})));
         assert_eq!(
             session.client(Era::Session, &json!({})).as_deref(),
@@ -448,7 +448,7 @@ mod tests {
         let params = json!({"_meta": {"progressToken": 3, "partialResultToken": "p"}});
         let capabilities = json!({"partialResults": {}});
         let scope = Scope::resolve(Era::Session, &params, &capabilities, Some(LogLevel::Info));
-        let http = Session::over_http(Caller::named("alice", false));
+        let http = Session::over_http(Principal::named("alice", false));
         let text = http
             .stream_record(&json!("call-1"), &scope)
             .expect("an HTTP session's call is recorded");
@@ -458,7 +458,7 @@ mod tests {
             scope: scope.clone(),
         };
         assert_eq!(StreamRecord::parse(&text), Some(expected));
-        let stdio = Session::new(Caller::local());
+        let stdio = Session::new(Principal::local());
         assert_eq!(stdio.stream_record(&json!(1), &scope), None);
         let stateless = Scope::resolve(Era::Stateless, &json!({}), &json!({}), None);
         assert_eq!(http.stream_record(&json!(1), &stateless), None);
@@ -470,7 +470,7 @@ mod tests {
     #[test]
     fn session_ids_are_random() {
         let ids: Vec<String> = (0..64)
-            .map(|_| Session::over_http(Caller::local()).id.clone())
+            .map(|_| Session::over_http(Principal::local()).id.clone())
             .collect();
         for id in &ids {
             let uuid = uuid::Uuid::parse_str(id).unwrap();

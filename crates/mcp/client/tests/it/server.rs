@@ -13,8 +13,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use weir_client::{CallEvent, CallOptions, Client, ClientOptions, Revision, TaskMode, TaskStatus};
 use weir_mcp::catalog::EmptyCatalog;
-use weir_mcp::{Caller, McpServer, ServerConfig};
-use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig};
+use weir_mcp::{McpServer, ServerConfig};
+use weir_runtime::{EventLog, MemoryLog, Principal, Scheduler, SchedulerConfig};
 
 /// A weir server with the fixture tools (`stream`) on a real socket.
 async fn fixture_server() -> (SocketAddr, Arc<dyn EventLog>) {
@@ -29,7 +29,7 @@ async fn fixture_server() -> (SocketAddr, Arc<dyn EventLog>) {
     let server = McpServer::new(scheduler, Arc::new(EmptyCatalog), ServerConfig::default());
     let (bound, address) = tokio::sync::oneshot::channel();
     // As `weir serve --http` without a token: every request the local caller.
-    let app = weir_mcp::transport::http::routes(server).layer(axum::Extension(Caller::local()));
+    let app = weir_mcp::transport::http::routes(server).layer(axum::Extension(Principal::local()));
     tokio::spawn(weir_mcp::transport::http::serve(
         app,
         "127.0.0.1:0".parse().unwrap(),

@@ -9,9 +9,9 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use weir_core::{RunId, RunState};
 use weir_mcp_wire::jsonrpc::RpcError;
+use weir_runtime::Principal;
 use weir_runtime::log::RunFilter;
 
-use crate::caller::Caller;
 use crate::errors::internal;
 use crate::protocol::SUPPORTED_VERSIONS;
 use crate::state::ServerState;
@@ -241,7 +241,11 @@ fn runs_wait_tool() -> Value {
 
 /// `runs_wait`: the run's result once it has ended, or, after `timeout_s`,
 /// that it is still working. Following its log waits for the end.
-async fn wait(state: &ServerState, caller: &Caller, arguments: &Value) -> Result<Value, RpcError> {
+async fn wait(
+    state: &ServerState,
+    caller: &Principal,
+    arguments: &Value,
+) -> Result<Value, RpcError> {
     let run_id = match run_id_arg(arguments) {
         Ok(run_id) => run_id,
         Err(message) => return Ok(tool_error(message)),
@@ -327,7 +331,7 @@ fn run_id_arg(arguments: &Value) -> Result<RunId, String> {
 /// Handles a call to one of weir's own tools; `None` if `name` is not one.
 pub(crate) async fn call(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     name: &str,
     arguments: &Value,
 ) -> Option<Result<Value, RpcError>> {
@@ -349,7 +353,7 @@ pub(crate) async fn call(
 /// caller may not see is answered as a run that does not exist.
 async fn answer(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     name: &str,
     arguments: &Value,
 ) -> Result<Result<Value, String>, RpcError> {
@@ -498,7 +502,7 @@ pub(crate) fn run_resource_templates() -> Vec<Value> {
 /// Contents of a `weir://runs/...` URI; `None` for other URIs.
 pub(crate) async fn read_run_resource(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     uri: &str,
 ) -> Result<Option<Value>, RpcError> {
     let Some(rest) = uri.strip_prefix("weir://runs/") else {
@@ -613,7 +617,7 @@ mod tests {
         };
 
         let arguments = json!({ "run_id": run_id, "name": "bytes.bin" });
-        let local = crate::caller::Caller::local();
+        let local = weir_runtime::Principal::local();
         let page = super::call(&state, &local, "runs_artifact", &arguments)
             .await
             .expect("a built-in tool")

@@ -3,14 +3,14 @@
 
 use serde_json::{Value, json};
 use weir_mcp_wire::jsonrpc::RpcError;
+use weir_runtime::Principal;
 
-use crate::caller::Caller;
 use crate::errors::{internal, required_str};
 use crate::handlers::upstream;
 use crate::state::ServerState;
 
 /// `prompts/list`: the catalog's, then the upstreams' `caller` sees.
-pub(crate) async fn list(state: &ServerState, caller: &Caller) -> Result<Value, RpcError> {
+pub(crate) async fn list(state: &ServerState, caller: &Principal) -> Result<Value, RpcError> {
     let mut prompts = serde_json::to_value(state.catalog.prompts()).map_err(internal)?;
     let passed = upstream::list(state, caller, "prompts/list", "prompts").await;
     if let Some(list) = prompts.as_array_mut() {
@@ -23,7 +23,7 @@ pub(crate) async fn list(state: &ServerState, caller: &Caller) -> Result<Value, 
 /// catalog's.
 pub(crate) async fn get(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     params: &Value,
 ) -> Result<Value, RpcError> {
     let name = required_str(params, "name")?;
@@ -43,7 +43,7 @@ pub(crate) async fn get(
 /// an upstream's, else the catalog's.
 pub(crate) async fn complete(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     params: &Value,
 ) -> Result<Value, RpcError> {
     if let Some(answer) = upstream::complete(state, caller, params).await {

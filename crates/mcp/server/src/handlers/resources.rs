@@ -4,15 +4,15 @@
 
 use serde_json::{Value, json};
 use weir_mcp_wire::jsonrpc::{RpcError, code};
+use weir_runtime::Principal;
 
-use crate::caller::Caller;
 use crate::errors::{internal, required_str};
 use crate::handlers::{builtin, upstream};
 use crate::protocol::{Era, Scope};
 use crate::state::ServerState;
 
 /// `resources/list`: the catalog's, then the upstreams' `caller` sees.
-pub(crate) async fn list(state: &ServerState, caller: &Caller) -> Result<Value, RpcError> {
+pub(crate) async fn list(state: &ServerState, caller: &Principal) -> Result<Value, RpcError> {
     let mut resources = serde_json::to_value(state.catalog.resources()).map_err(internal)?;
     let passed = upstream::list(state, caller, "resources/list", "resources").await;
     if let Some(list) = resources.as_array_mut() {
@@ -23,7 +23,7 @@ pub(crate) async fn list(state: &ServerState, caller: &Caller) -> Result<Value, 
 
 /// `resources/templates/list`: the catalog's templates, the upstreams',
 /// then weir's.
-pub(crate) async fn templates(state: &ServerState, caller: &Caller) -> Result<Value, RpcError> {
+pub(crate) async fn templates(state: &ServerState, caller: &Principal) -> Result<Value, RpcError> {
     let mut templates =
         serde_json::to_value(state.catalog.resource_templates()).map_err(internal)?;
     let passed = upstream::list(
@@ -44,7 +44,7 @@ pub(crate) async fn templates(state: &ServerState, caller: &Caller) -> Result<Va
 /// upstream's (whose answer, `_meta` and all, is passed on as it is).
 pub(crate) async fn read(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     scope: &Scope,
     params: &Value,
 ) -> Result<Value, RpcError> {

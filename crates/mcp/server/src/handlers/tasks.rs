@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 use weir_core::{RunId, RunState};
 use weir_mcp_wire::jsonrpc::{RpcError, code};
 use weir_mcp_wire::revision::TASKS_EXTENSION;
+use weir_runtime::Principal;
 use weir_runtime::log::{RunFilter, RunSummary};
 
-use crate::caller::Caller;
 use crate::errors::{internal, required_str};
 use crate::follow::{FollowError, final_result, follow_asking};
 use crate::protocol::{Era, Scope, meta_key};
@@ -89,7 +89,7 @@ fn unknown_task(task_id: &str) -> RpcError {
 /// The run of a task `caller` may see: another's is an unknown task too.
 async fn run_summary(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     task_id: &str,
 ) -> Result<RunSummary, RpcError> {
     let run_id = RunId::parse(task_id).map_err(|_| unknown_task(task_id))?;
@@ -106,7 +106,7 @@ async fn run_summary(
 /// The immediate answer to a call served as a task.
 pub(crate) async fn created(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     era: Era,
     run_id: &RunId,
 ) -> Result<Value, RpcError> {
@@ -126,7 +126,7 @@ pub(crate) async fn created(
 /// `tasks/update`, each as the request's era defines it.
 pub(crate) async fn request(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     scope: &Scope,
     method: &str,
     params: &Value,

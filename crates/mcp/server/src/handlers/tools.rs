@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use weir_mcp_wire::jsonrpc::RpcError;
+use weir_runtime::Principal;
 use weir_runtime::{RunOptions, SubmitError, ToolInfo};
 
-use crate::caller::Caller;
 use crate::errors::{internal, required_str};
 use crate::follow::{FollowError, follow, relay_questions};
 use crate::handlers::{builtin, tasks};
@@ -47,7 +47,7 @@ fn tool_json(info: &ToolInfo) -> Value {
 
 /// `tools/list`: the scheduler's tools, then weir's own; of them, only the
 /// ones `caller` may call.
-pub(crate) fn list(state: &ServerState, caller: &Caller) -> Value {
+pub(crate) fn list(state: &ServerState, caller: &Principal) -> Value {
     let mut tools: Vec<Value> = state
         .scheduler
         .tools()
@@ -79,7 +79,7 @@ pub fn builtin_tool_names() -> Vec<String> {
 /// The refusal of a call of a tool `caller` may not call: the very error a
 /// tool that does not exist gets, naming only the tools it may call, so a
 /// caller learns nothing of the tools outside its scope.
-fn not_callable(state: &ServerState, caller: &Caller, name: &str) -> RpcError {
+fn not_callable(state: &ServerState, caller: &Principal, name: &str) -> RpcError {
     let available = state
         .scheduler
         .tools()

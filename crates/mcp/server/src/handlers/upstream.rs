@@ -14,8 +14,8 @@
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 use weir_mcp_wire::jsonrpc::{RpcError, code};
+use weir_runtime::Principal;
 
-use crate::caller::Caller;
 use crate::catalog::PassThrough;
 use crate::state::ServerState;
 
@@ -27,7 +27,10 @@ const SEPARATOR: &str = "__";
 const PAGES: usize = 16;
 
 /// The pass-through and the upstreams `caller` may see, by name.
-fn visible<'a>(state: &'a ServerState, caller: &Caller) -> Option<(&'a PassThrough, Vec<String>)> {
+fn visible<'a>(
+    state: &'a ServerState,
+    caller: &Principal,
+) -> Option<(&'a PassThrough, Vec<String>)> {
     let through = state.config.upstreams.as_ref()?;
     let names = through
         .source
@@ -44,7 +47,7 @@ fn visible<'a>(state: &'a ServerState, caller: &Caller) -> Option<(&'a PassThrou
 /// the rest; one without the method (no resources, say) has none.
 pub(crate) async fn list(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     method: &str,
     key: &str,
 ) -> Vec<Value> {
@@ -110,7 +113,7 @@ fn served_prompt(through: &PassThrough, name: &str, mut prompt: Value) -> Value 
 
 /// The upstream serving prompt `served` and its name there, among those
 /// `caller` sees; `None` when no upstream's prompt is named so.
-fn route_prompt(state: &ServerState, caller: &Caller, served: &str) -> Option<(String, String)> {
+fn route_prompt(state: &ServerState, caller: &Principal, served: &str) -> Option<(String, String)> {
     let (through, names) = visible(state, caller)?;
     if !through.prefixed {
         // One upstream (`weir wrap`): its names are weir's.
@@ -133,7 +136,7 @@ fn route_prompt(state: &ServerState, caller: &Caller, served: &str) -> Option<(S
 /// `prompts/get` of an upstream's prompt: `None` when `served` names none.
 pub(crate) async fn get_prompt(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     served: &str,
     params: &Value,
 ) -> Option<Result<Value, RpcError>> {
@@ -155,7 +158,7 @@ pub(crate) async fn get_prompt(
 /// them reads is one that does not exist.
 pub(crate) async fn read(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     params: &Value,
 ) -> Option<Result<Value, RpcError>> {
     let (through, names) = visible(state, caller)?;
@@ -181,7 +184,7 @@ pub(crate) async fn read(
 /// `None` when the reference is none of theirs.
 pub(crate) async fn complete(
     state: &ServerState,
-    caller: &Caller,
+    caller: &Principal,
     params: &Value,
 ) -> Option<Result<Value, RpcError>> {
     let reference = params.get("ref")?;

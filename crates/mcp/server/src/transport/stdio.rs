@@ -10,8 +10,8 @@ use serde_json::Value;
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
 };
+use weir_runtime::Principal;
 
-use crate::caller::Caller;
 use crate::server::McpServer;
 use crate::session::{Outgoing, Session, outbound};
 use crate::transport::era_of;
@@ -110,7 +110,7 @@ pub async fn serve_lines(
         })
     };
     // One client, the process that spawned weir: it sees every run.
-    let session = Session::new(Caller::local());
+    let session = Session::new(Principal::local());
     let max = server.max_message_bytes();
     let mut input = BufReader::new(input);
     let mut line = Vec::new();

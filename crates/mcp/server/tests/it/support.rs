@@ -230,30 +230,16 @@ pub(crate) fn check_stream(notifications: &[Value], count: u64) -> (usize, usize
 
 /// Serves `server`'s `/mcp` and weir-web's routes behind weir-web's guard
 /// on `addr`, composed as the `weir` binary composes them (its
-/// `src/http.rs`): the guard's identity of a request is `/mcp`'s caller.
+/// `src/http.rs`): the guard's principal of a request is `/mcp`'s caller.
 pub(crate) async fn serve_http(
     server: weir_mcp::McpServer,
     addr: std::net::SocketAddr,
     options: weir_web::GuardOptions,
     on_bound: impl FnOnce(std::net::SocketAddr),
 ) -> std::io::Result<()> {
-    use weir_mcp::Caller;
-    use weir_web::Identity;
     options.check()?;
     let web = weir_web::routes(server.scheduler().clone());
-    let mcp = weir_mcp::transport::http::routes(server).layer(axum::middleware::map_request(
-        |mut request: axum::extract::Request| async move {
-            if let Some(identity) = request.extensions().get::<Identity>() {
-                let caller = match identity.name() {
-                    Some(name) => Caller::named(name, identity.is_admin()),
-                    None => Caller::local(),
-                };
-                let caller = caller.with_tools(identity.allowed_tools().cloned());
-                request.extensions_mut().insert(caller);
-            }
-            request
-        },
-    ));
+    let mcp = weir_mcp::transport::http::routes(server);
     let app = weir_web::guarded(mcp.merge(web), options);
     weir_mcp::transport::http::serve(app, addr, on_bound).await
 }

@@ -1,8 +1,7 @@
 //! Streamable HTTP at `/mcp` (both eras), on axum: [`routes`], which the
 //! binary composes with weir-web's (`/runs/{id}/events`, the dashboard and
 //! its API) behind weir-web's one guard (`Host`, `Origin`, the bearer
-//! token), the guard's identity given to `/mcp` as each request's
-//! [`Caller`] extension.
+//! token), the guard's [`Principal`] of each request `/mcp`'s caller.
 //!
 //! weir owns this layer (rather than rmcp's transport) so that every
 //! notification of a tool call travels on that call's own response stream,
@@ -28,8 +27,8 @@ use axum::routing::get;
 use serde_json::Value;
 use weir_core::{RunId, Seq};
 use weir_runtime::LogError;
+use weir_runtime::Principal;
 
-use crate::caller::Caller;
 use crate::follow::{FollowError, follow_asking};
 use crate::protocol::Era;
 use crate::server::McpServer;
@@ -50,7 +49,7 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
 const LAST_EVENT_ID: &str = "last-event-id";
 
-/// `POST|GET|DELETE /mcp`, each request's [`Caller`] taken from its
+/// `POST|GET|DELETE /mcp`, each request's [`Principal`] taken from its
 /// extensions, where whatever admitted the request put it (a request
 /// without one is refused, never served as another's), and a body at most
 /// [`McpServer::max_message_bytes`].
@@ -100,7 +99,7 @@ fn plain_error(status: StatusCode, message: &str) -> Response {
 #[allow(clippy::result_large_err)]
 fn session_of(
     state: &HttpState,
-    caller: &Caller,
+    caller: &Principal,
     headers: &HeaderMap,
 ) -> Result<Arc<Session>, Response> {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
@@ -130,7 +129,7 @@ fn session_of(
 
 async fn post_mcp(
     State(state): State<Arc<HttpState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<Principal>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -302,7 +301,7 @@ fn sse_response(outgoing: Delivery) -> Response {
 /// run's notifications and its response only.
 async fn get_mcp(
     State(state): State<Arc<HttpState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<Principal>,
     headers: HeaderMap,
 ) -> Response {
     let Some(last) = headers.get(LAST_EVENT_ID) else {
@@ -404,7 +403,7 @@ fn standalone_stream(server: &McpServer) -> Response {
 /// the store could not be read.
 async fn recorded_stream(
     state: &HttpState,
-    caller: &Caller,
+    caller: &Principal,
     headers: &HeaderMap,
     run_id: &RunId,
 ) -> Result<Option<(Value, crate::protocol::Scope)>, LogError> {
@@ -437,7 +436,7 @@ fn parse_event_id(id: &[u8]) -> Option<(RunId, Seq)> {
 
 async fn delete_mcp(
     State(state): State<Arc<HttpState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<Principal>,
     headers: HeaderMap,
 ) -> Response {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {

@@ -1,28 +1,30 @@
-//! Who a request comes from, and which runs that caller may see.
+//! Who is calling, and which runs and tools that principal may reach: the
+//! one type the HTTP guard (weir-web's) resolves a bearer token to, and
+//! weir-mcp's sessions and handlers answer for.
 //!
-//! The transport decides the caller: over stdio there is one client, the
-//! process that spawned weir, and it sees every run ([`Caller::local`]); over
-//! HTTP the bearer token names a credential, which the binary's guard
-//! (weir-web's) resolves, and hands to `/mcp` as this request extension.
-//! A run records its caller's name as its owner. A caller that is not an
-//! admin sees, reads and cancels only the runs it owns; to it, another's run
-//! is answered exactly like a run that does not exist, so that it cannot
-//! even learn that the run is there.
+//! The transport decides the principal: over stdio there is one client, the
+//! process that spawned weir, and it sees every run ([`Principal::local`]);
+//! over HTTP the guard resolves the bearer token to a credential's
+//! principal and hands it to every route, `/mcp` included, as a request
+//! extension. A run records its caller's name as its owner. A principal
+//! that is not an admin sees, reads and cancels only the runs it owns; to
+//! it, another's run is answered exactly like a run that does not exist, so
+//! that it cannot even learn that the run is there.
 //!
-//! A caller may also be held to some tools (its credential's `tools=` and
-//! `packs=`): `tools/list` shows only those, `tools/call` of another is
+//! A principal may also be held to some tools (its credential's `tools=`
+//! and `packs=`): `tools/list` shows only those, `tools/call` of another is
 //! answered exactly like a call of a tool that does not exist, and every
 //! run it starts carries the set to its children
-//! (`RunOptions::allowed_tools`).
+//! ([`RunOptions::allowed_tools`](crate::RunOptions::allowed_tools)).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use weir_runtime::log::{RunFilter, RunSummary};
+use crate::log::{RunFilter, RunSummary};
 
 /// A client as the server knows it: the credential it presented, if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Caller {
+pub struct Principal {
     /// The credential's name; `None` when the server has no credentials.
     name: Option<Arc<str>>,
     /// Sees every run, whoever owns it.
@@ -31,11 +33,11 @@ pub struct Caller {
     tools: Option<Arc<BTreeSet<String>>>,
 }
 
-impl Caller {
+impl Principal {
     /// The client of a server without credentials (stdio, or HTTP with no
     /// token): it sees every run, and its runs have no owner.
-    pub fn local() -> Caller {
-        Caller {
+    pub fn local() -> Principal {
+        Principal {
             name: None,
             admin: true,
             tools: None,
@@ -43,41 +45,41 @@ impl Caller {
     }
 
     /// The holder of the credential `name`.
-    pub fn named(name: &str, admin: bool) -> Caller {
-        Caller {
+    pub fn named(name: &str, admin: bool) -> Principal {
+        Principal {
             name: Some(name.into()),
             admin,
             tools: None,
         }
     }
 
-    /// The same caller, allowed only `tools` (`None`: every tool).
-    pub fn with_tools(self, tools: Option<Arc<BTreeSet<String>>>) -> Caller {
-        Caller { tools, ..self }
+    /// The same principal, allowed only `tools` (`None`: every tool).
+    pub fn with_tools(self, tools: Option<Arc<BTreeSet<String>>>) -> Principal {
+        Principal { tools, ..self }
     }
 
     /// The tools it may call, for the runs it starts; `None`: every tool.
-    pub(crate) fn allowed_tools(&self) -> Option<Arc<BTreeSet<String>>> {
+    pub fn allowed_tools(&self) -> Option<Arc<BTreeSet<String>>> {
         self.tools.clone()
     }
 
     /// Whether it may call `tool` (it sees it in `tools/list`).
-    pub(crate) fn may_call(&self, tool: &str) -> bool {
+    pub fn may_call(&self, tool: &str) -> bool {
         self.tools.as_ref().is_none_or(|tools| tools.contains(tool))
     }
 
     /// The owner the runs it starts get.
-    pub(crate) fn owner(&self) -> Option<String> {
+    pub fn owner(&self) -> Option<String> {
         self.name.as_deref().map(str::to_owned)
     }
 
     /// Whether it may see (read, follow, cancel) `run`.
-    pub(crate) fn sees(&self, run: &RunSummary) -> bool {
+    pub fn sees(&self, run: &RunSummary) -> bool {
         self.admin || (self.name.is_some() && run.owner.as_deref() == self.name.as_deref())
     }
 
     /// `filter`, narrowed to the runs it may see.
-    pub(crate) fn narrow(&self, filter: RunFilter) -> RunFilter {
+    pub fn narrow(&self, filter: RunFilter) -> RunFilter {
         if self.admin {
             return filter;
         }
@@ -92,9 +94,9 @@ impl Caller {
 mod tests {
     use serde_json::json;
     use weir_core::{RunId, RunState};
-    use weir_runtime::log::{RunFilter, RunSummary};
 
-    use super::Caller;
+    use super::Principal;
+    use crate::log::{RunFilter, RunSummary};
 
     fn run(owner: Option<&str>) -> RunSummary {
         RunSummary {
@@ -115,9 +117,9 @@ mod tests {
 
     #[test]
     fn a_caller_sees_its_own_runs_and_an_admin_every_run() {
-        let alice = Caller::named("alice", false);
-        let admin = Caller::named("root", true);
-        let local = Caller::local();
+        let alice = Principal::named("alice", false);
+        let admin = Principal::named("root", true);
+        let local = Principal::local();
         for (caller, owner, sees) in [
             (&alice, Some("alice"), true),
             (&alice, Some("bob"), false),
@@ -140,11 +142,11 @@ mod tests {
     #[test]
     fn a_caller_may_call_every_tool_unless_held_to_some() {
         let only = Some(std::sync::Arc::new(["plan_run".to_owned()].into()));
-        let scoped = Caller::named("alice", false).with_tools(only);
+        let scoped = Principal::named("alice", false).with_tools(only);
         assert!(scoped.may_call("plan_run"));
         assert!(!scoped.may_call("execute_code"));
-        assert!(Caller::local().may_call("execute_code"));
-        assert!(Caller::named("root", true).may_call("agent_run"));
-        assert_ne!(scoped, Caller::named("alice", false));
+        assert!(Principal::local().may_call("execute_code"));
+        assert!(Principal::named("root", true).may_call("agent_run"));
+        assert_ne!(scoped, Principal::named("alice", false));
     }
 }
