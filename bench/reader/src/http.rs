@@ -38,18 +38,62 @@ pub struct HttpClient {
     next_id: u64,
 }
 
-struct Head {
-    status: u16,
+#[derive(Debug, PartialEq, Eq)]
+pub struct Head {
+    pub status: u16,
     /// Names in lower case.
-    headers: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
 }
 
 impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A `POST /mcp` carrying `message`, with the headers of `era` (and of
+/// the session, once there is one).
+pub fn post_bytes(host: &str, era: Era, session: Option<&str>, message: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(message).expect("a Value serializes");
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    match (era, session) {
+        (Era::Session, Some(session)) => {
+            request.push_str(&format!(
+                "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: {}\r\n",
+                crate::SESSION_VERSION
+            ));
+        }
+        (Era::Session, None) => {}
+        (Era::Stateless, _) => {
+            request.push_str(&format!("MCP-Protocol-Version: {STATELESS_VERSION}\r\n"));
+            if let Some(method) = message["method"].as_str() {
+                request.push_str(&format!("Mcp-Method: {method}\r\n"));
+            }
+        }
+    }
+    request.push_str("\r\n");
+    let mut bytes = request.into_bytes();
+    bytes.extend_from_slice(&body);
+    bytes
+}
+
+/// What a `tools/call`'s `_meta` carries besides its tokens: nothing in a
+/// session; the revision, capabilities and client of a stateless request.
+pub fn call_meta(era: Era) -> Value {
+    match era {
+        Era::Session => json!({}),
+        Era::Stateless => json!({
+            "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": { "partialResults": {} },
+            "io.modelcontextprotocol/clientInfo": crate::client_info(),
+        }),
     }
 }
 
@@ -84,31 +128,7 @@ impl HttpClient {
     }
 
     fn post(&mut self, message: &Value) -> Result<(), String> {
-        let body = serde_json::to_vec(message).expect("a Value serializes");
-        let mut request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-            self.host,
-            body.len()
-        );
-        match (self.era, &self.session) {
-            (Era::Session, Some(session)) => {
-                request.push_str(&format!(
-                    "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: {}\r\n",
-                    crate::SESSION_VERSION
-                ));
-            }
-            (Era::Session, None) => {}
-            (Era::Stateless, _) => {
-                request.push_str(&format!("MCP-Protocol-Version: {STATELESS_VERSION}\r\n"));
-                if let Some(method) = message["method"].as_str() {
-                    request.push_str(&format!("Mcp-Method: {method}\r\n"));
-                }
-            }
-        }
-        request.push_str("\r\n");
-        let mut bytes = request.into_bytes();
-        bytes.extend_from_slice(&body);
+        let bytes = post_bytes(&self.host, self.era, self.session.as_deref(), message);
         self.stream
             .write_all(&bytes)
             .map_err(|e| format!("sending a request: {e}"))
@@ -283,14 +303,7 @@ impl Transport for HttpClient {
     }
 
     fn stream(&mut self, call: &mut Call, id: u64) -> Result<(), String> {
-        let meta = match self.era {
-            Era::Session => json!({}),
-            Era::Stateless => json!({
-                "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
-                "io.modelcontextprotocol/clientCapabilities": { "partialResults": {} },
-                "io.modelcontextprotocol/clientInfo": crate::client_info(),
-            }),
-        };
+        let meta = call_meta(self.era);
         let request = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": call.params(meta) });
         call.sent_at = Some(Instant::now());
         self.post(&request)?;
@@ -322,15 +335,17 @@ impl Transport for HttpClient {
 
 /// SSE events split out of a body that arrives in pieces.
 #[derive(Default)]
-struct Sse {
+pub struct Sse {
     /// The start of an event whose end has not arrived yet.
     pending: Vec<u8>,
+    /// The first event id the stream carried (weir's are `RUN_ID.SEQ`).
+    pub first_id: Option<String>,
 }
 
 impl Sse {
     /// Takes a piece of the body and hands each complete event's data to
     /// `each`; true once `each` has said so.
-    fn feed(
+    pub fn feed(
         &mut self,
         piece: &[u8],
         mut each: impl FnMut(&[u8]) -> Result<bool, String>,
@@ -346,6 +361,12 @@ impl Sse {
             let mut data: Option<Vec<u8>> = None;
             let mut single: Option<&[u8]> = None;
             for line in event.split(|&b| b == b'\n') {
+                if self.first_id.is_none()
+                    && let Some(id) = line.strip_prefix(b"id:")
+                {
+                    let id = id.strip_prefix(b" ").unwrap_or(id);
+                    self.first_id = Some(String::from_utf8_lossy(id).into_owned());
+                }
                 let Some(value) = line.strip_prefix(b"data:") else {
                     continue;
                 };
@@ -393,6 +414,7 @@ mod tests {
                 .unwrap();
             }
             assert_eq!(got, ["{\"x\":1}", "a\nb"], "cut at {cut}");
+            assert_eq!(sse.first_id.as_deref(), Some("a.1"), "cut at {cut}");
         }
     }
 }

@@ -12,8 +12,11 @@
 //! bench/reader/README.md.
 
 mod call;
+mod concurrent;
 mod http;
 mod lines;
+mod pool;
+mod push;
 mod server;
 mod stdio;
 
@@ -35,7 +38,12 @@ const USAGE: &str = "usage: weir-bench-reader --weir PATH [--transports stdio,ht
   http             weir serve --http, 2025-11-25 with initialize and a session
   http-stateless   weir serve --http, 2026-07-28: no initialize, revision and capabilities in _meta
   --sqlite         runs in SQLite (weir's default store, a fresh data directory per row), not --memory
-  --perf DIR       perf record the server during the measured calls (figures then not for quoting)";
+  --perf DIR       perf record the server during the measured calls (figures then not for quoting)
+
+  --concurrent N   instead of the table: N calls at once, one connection each, read by one thread
+                   with epoll (HTTP transports only; default http,http-stateless), then every run's
+                   log read back over the runs API. With:
+  --count 200 --size 100 --interval-ms 10   the stream fixture's arguments for each call";
 
 /// The revision of `initialize` over stdio and session HTTP.
 pub const SESSION_VERSION: &str = "2025-11-25";
@@ -115,6 +123,11 @@ struct Args {
     perf: Option<PathBuf>,
     /// Runs in SQLite (a fresh data directory per row), not `--memory`.
     sqlite: bool,
+    /// `--concurrent N`: N calls at once instead of the table.
+    concurrent: Option<usize>,
+    count: u64,
+    size: usize,
+    interval_ms: u64,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -130,13 +143,19 @@ fn parse_args() -> Result<Args, String> {
         json: None,
         perf: None,
         sqlite: false,
+        concurrent: None,
+        count: 200,
+        size: 100,
+        interval_ms: 10,
     };
+    let mut kinds_given = false;
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
         let mut value = || given.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
             "--weir" => args.weir = value()?.into(),
             "--transports" => {
+                kinds_given = true;
                 args.kinds = value()?
                     .split(',')
                     .map(Kind::parse)
@@ -159,6 +178,28 @@ fn parse_args() -> Result<Args, String> {
             "--json" => args.json = Some(value()?.into()),
             "--perf" => args.perf = Some(value()?.into()),
             "--sqlite" => args.sqlite = true,
+            "--concurrent" => {
+                args.concurrent = Some(
+                    value()?
+                        .replace('_', "")
+                        .parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or("--concurrent takes a number of calls, at least 1")?,
+                )
+            }
+            "--count" => {
+                args.count = value()?
+                    .replace('_', "")
+                    .parse()
+                    .map_err(|_| "--count takes a number")?
+            }
+            "--size" => args.size = value()?.parse().map_err(|_| "--size takes a number")?,
+            "--interval-ms" => {
+                args.interval_ms = value()?
+                    .parse()
+                    .map_err(|_| "--interval-ms takes a number")?
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -168,6 +209,14 @@ fn parse_args() -> Result<Args, String> {
     }
     if args.weir.as_os_str().is_empty() {
         return Err("--weir PATH is required (a release build of weir)".into());
+    }
+    if args.concurrent.is_some() {
+        if !kinds_given {
+            args.kinds = vec![Kind::Http(Era::Session), Kind::Http(Era::Stateless)];
+        }
+        if args.kinds.contains(&Kind::Stdio) {
+            return Err("--concurrent is over HTTP: use --transports http,http-stateless".into());
+        }
     }
     if args.reps == 0 {
         return Err("--reps must be at least 1".into());
@@ -252,7 +301,7 @@ fn measure(args: &Args, kind: Kind, count: u64, size: usize) -> Row {
         let _ = std::fs::remove_dir_all(&dir);
         dir
     });
-    let started = Server::start(&args.weir, kind == Kind::Stdio, data_dir.as_deref());
+    let started = Server::start(&args.weir, kind == Kind::Stdio, data_dir.as_deref(), &[]);
     let row = measure_on(args, kind, count, size, started, row);
     if let Some(dir) = data_dir {
         let _ = std::fs::remove_dir_all(dir);
@@ -390,6 +439,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(calls) = args.concurrent {
+        main_concurrent(&args, calls);
+        return;
+    }
     let mut rows = Vec::new();
     for &(count, size) in &args.workloads {
         for &kind in &args.kinds {
@@ -426,6 +479,100 @@ fn main() {
     if rows.iter().any(|r| r.error.is_some()) {
         std::process::exit(1);
     }
+}
+
+/// `--concurrent N`: for each HTTP era, a fresh server, N calls at once.
+fn main_concurrent(args: &Args, calls: usize) {
+    let fd_limit = pool::raise_fd_limit();
+    // A connection each on both ends, and the server's own files besides.
+    if fd_limit < calls as u64 + 64 {
+        eprintln!(
+            "weir-bench-reader: {calls} connections need an open-file limit above {calls}; it is {fd_limit} \
+             (raise the hard limit: ulimit -Hn, or /etc/security/limits.conf)"
+        );
+        std::process::exit(2);
+    }
+    let store = if args.sqlite { "sqlite" } else { "memory" };
+    let mut reports = Vec::new();
+    let mut failed = false;
+    for &kind in &args.kinds {
+        let Kind::Http(era) = kind else { continue };
+        eprintln!(
+            "  {calls} concurrent calls, {}, store {store} …",
+            kind.label()
+        );
+        match concurrent_row(args, calls, era, fd_limit) {
+            Ok(report) => {
+                failed |= report.tally.failed > 0
+                    || report.tally.lost > 0
+                    || report.runs.bad > 0
+                    || report.runs.listed != calls
+                    || report.runs.checked != calls
+                    || report.runs.calls_without_run > 0;
+                print!("\n{}", concurrent::markdown(&report));
+                for error in &report.errors {
+                    println!("- {error}");
+                }
+                for problem in &report.runs.problems {
+                    println!("- {problem}");
+                }
+                reports.push(concurrent::to_json(&report, store));
+            }
+            Err(error) => {
+                eprintln!("    ERROR {error}");
+                println!("\nError, {}: {error}", kind.label());
+                reports.push(json!({ "transport": kind.key(), "store": store, "error": error }));
+                failed = true;
+            }
+        }
+    }
+    if let Some(path) = &args.json {
+        let json = json!({ "weir": args.weir.display().to_string(), "concurrent": reports });
+        let text = serde_json::to_string_pretty(&json).expect("serializes");
+        if let Err(error) = std::fs::write(path, text + "\n") {
+            eprintln!("weir-bench-reader: writing {}: {error}", path.display());
+            std::process::exit(1);
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}
+
+fn concurrent_row(
+    args: &Args,
+    calls: usize,
+    era: Era,
+    fd_limit: u64,
+) -> Result<concurrent::Report, String> {
+    let data_dir = args.sqlite.then(|| {
+        let dir =
+            std::env::temp_dir().join(format!("weir-reader-{}-concurrent", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    });
+    // Every call runs at once: no slot to wait for, no queue to refuse from.
+    let limits = [
+        "--max-concurrent".to_owned(),
+        calls.to_string(),
+        "--max-queue".to_owned(),
+        calls.to_string(),
+    ];
+    let server = Server::start(&args.weir, false, data_dir.as_deref(), &limits)?;
+    let options = concurrent::Options {
+        era,
+        calls,
+        count: args.count,
+        size: args.size,
+        interval_ms: args.interval_ms,
+    };
+    let report = concurrent::run(&options, &server, fd_limit)
+        .map_err(|error| format!("{error}\nserver stderr:\n{}", server.stderr_tail()));
+    drop(server);
+    if let Some(dir) = data_dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    report
 }
 
 fn markdown(args: &Args, rows: &[Row]) -> String {

@@ -29,7 +29,13 @@ impl Server {
     /// [`Server::pipes`]); otherwise it serves HTTP on a free loopback port.
     /// With `data_dir`, runs go to SQLite there (the default store) rather
     /// than memory.
-    pub fn start(weir: &Path, stdio: bool, data_dir: Option<&Path>) -> Result<Server, String> {
+    /// `extra`: more arguments to `serve` (its limits, for many calls).
+    pub fn start(
+        weir: &Path,
+        stdio: bool,
+        data_dir: Option<&Path>,
+        extra: &[String],
+    ) -> Result<Server, String> {
         let mut command = Command::new(weir);
         if let Some(dir) = data_dir {
             command.arg("--data-dir").arg(dir);
@@ -46,6 +52,7 @@ impl Server {
         }
         command
             .arg("--fixtures")
+            .args(extra)
             .env_remove("RUST_LOG")
             .stdin(if stdio { Stdio::piped() } else { Stdio::null() })
             .stdout(if stdio { Stdio::piped() } else { Stdio::null() })
@@ -141,10 +148,19 @@ impl Server {
 
     /// Peak resident memory (`VmHWM`), KiB.
     pub fn peak_rss_kib(&self) -> u64 {
+        self.status_kib("VmHWM:")
+    }
+
+    /// Resident memory now (`VmRSS`), KiB.
+    pub fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS:")
+    }
+
+    fn status_kib(&self, field: &str) -> u64 {
         std::fs::read_to_string(format!("/proc/{}/status", self.pid))
             .unwrap_or_default()
             .lines()
-            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .find_map(|line| line.strip_prefix(field))
             .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
             .unwrap_or(0)
     }
