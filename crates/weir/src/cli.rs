@@ -255,7 +255,7 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     pub(crate) fixtures: bool,
     /// Serve only these tools: tool names, pack names (exec, codeintel,
-    /// critique, llmstxt, plan, runs; fixtures, upstream:NAME) or
+    /// critique, agents, llmstxt, plan, runs; fixtures, upstream:NAME) or
     /// patterns with `*` (runs_*), comma-separated [default: every tool].
     #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
     pub(crate) tools: Vec<String>,
@@ -277,7 +277,7 @@ pub(crate) struct ServeArgs {
     #[cfg(feature = "exec")]
     #[command(flatten)]
     pub(crate) exec: ExecArgs,
-    #[cfg(feature = "critique")]
+    #[cfg(any(feature = "critique", feature = "agents"))]
     #[command(flatten)]
     pub(crate) critique: CritiqueArgs,
     #[cfg(feature = "llmstxt")]
@@ -521,13 +521,14 @@ pub(crate) struct ExecArgs {
     pub(crate) exec_sandbox: weir_pack_exec::SandboxMode,
 }
 
-/// `weir serve`'s options for the critique pack. The agents run with
-/// weir's own environment (the user's HOME, accounts and keys) unless
-/// these change it.
-#[cfg(feature = "critique")]
+/// `weir serve`'s options for the coding agents: the critique pack's
+/// roasts and the agents pack's `agent_run` (its model, home, environment
+/// and time limit). The agents run with weir's own environment (the
+/// user's HOME, accounts and keys) unless these change it.
+#[cfg(any(feature = "critique", feature = "agents"))]
 #[derive(Debug, clap::Args)]
 pub(crate) struct CritiqueArgs {
-    /// Do not register the critique tools (roast, agent_run, critique_status): --no-tools critique.
+    /// Do not register the critique tools (roast, critique_status): --no-tools critique (agent_run is --no-tools agents).
     #[arg(long)]
     pub(crate) no_critique: bool,
     /// The agents a roast runs when the call names none.
@@ -560,7 +561,7 @@ pub(crate) struct CritiqueArgs {
 }
 
 /// `KEY=VALUE`, split at the first `=`.
-#[cfg(feature = "critique")]
+#[cfg(any(feature = "critique", feature = "agents"))]
 fn key_value(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),

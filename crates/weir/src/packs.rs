@@ -6,7 +6,8 @@
 //! | feature | pack | tools | `weir serve` options |
 //! |---|---|---|---|
 //! | `exec` | `weir-pack-exec` | `execute_code`, `validate_code`, `list_languages` | `--no-exec`, `--exec-sandbox` |
-//! | `critique` | `weir-pack-critique` | `roast` (its `brief`: general, codebase, architecture, security, idea), `agent_run`, `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl`, `--root` |
+//! | `critique` | `weir-pack-critique` | `roast` (its `brief`: general, codebase, architecture, security, idea), `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl`, `--root` |
+//! | `agents` | `weir-pack-agents` | `agent_run` | `--no-tools agents`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-timeout`, `--root` |
 //! | `llmstxt` | `weir-pack-llmstxt` | `llmstxt_generate`, `llmstxt_validate` | `--llm-endpoint`, `--llm-model`, `--llm-api-key`, `--llm-timeout`, `--llm-idle-timeout`, `--llmstxt-clone-host`, `--root` |
 //! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach the declared upstream servers through weir's client | `--upstream`, `--upstreams`, `--upstream-token-env` |
 //! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--root` (`--codeintel-root` is its alias) |
@@ -14,6 +15,7 @@
 //! | `fixtures` | `weir-fixtures`, with `--fixtures` only | the conformance suite's tools and `stream` | `--fixtures` |
 //! | (always) | the declared upstreams' tools (`upstream_tools.rs`), as `NAME__tool` | each upstream tool; under `weir wrap`, the one upstream's by their own names and no pack | `--upstream`, `--upstreams`, `--upstream-token-env`; `weir wrap -- CMD…` |
 
+#[cfg(feature = "critique")]
 mod critique_hints;
 mod selection;
 
@@ -65,14 +67,19 @@ pub(crate) async fn enabled(
     if selection.builds("exec") {
         packs.push(Box::new(exec(&args.exec, data_dir).await?));
     }
+    // No agent works in or above weir's own data or credentials.
+    #[cfg(any(feature = "critique", feature = "agents"))]
+    let private: Vec<_> = std::iter::once(data_dir.to_owned())
+        .chain(args.tokens_file.clone())
+        .collect();
     #[cfg(feature = "critique")]
     if selection.builds("critique") {
-        // No agent works in or above weir's own data or credentials.
-        let private = std::iter::once(data_dir.to_owned())
-            .chain(args.tokens_file.clone())
-            .collect();
-        let pack = critique(&args.critique, roots, private)?;
+        let pack = critique(&args.critique, roots, private.clone())?;
         packs.push(Box::new(critique_hints::Hinted(pack)));
+    }
+    #[cfg(feature = "agents")]
+    if selection.builds("agents") {
+        packs.push(Box::new(agents(&args.critique, roots, private)?));
     }
     #[cfg(feature = "llmstxt")]
     if selection.builds("llmstxt") {
@@ -183,6 +190,36 @@ async fn exec(
     .context("starting the code execution tools (--no-exec leaves them out)")
 }
 
+/// The agents' environment: `--critique-home` as `HOME`, then
+/// `--critique-env`.
+#[cfg(any(feature = "critique", feature = "agents"))]
+fn agent_env(args: &crate::cli::CritiqueArgs) -> Vec<(String, String)> {
+    let home = args
+        .critique_home
+        .iter()
+        .map(|home| ("HOME".to_owned(), home.display().to_string()));
+    home.chain(args.critique_env.iter().cloned()).collect()
+}
+
+#[cfg(feature = "agents")]
+fn agents(
+    args: &crate::cli::CritiqueArgs,
+    roots: &Roots,
+    private: Vec<std::path::PathBuf>,
+) -> anyhow::Result<weir_pack_agents::AgentsPack> {
+    weir_pack_agents::AgentsPack::new(weir_pack_agents::AgentsConfig {
+        models: args.critique_models.iter().cloned().collect(),
+        env: agent_env(args),
+        agent_timeout: std::time::Duration::from_secs(args.critique_timeout.max(1)),
+        // The agent works inside a root: the first, unless the call names
+        // another directory inside one.
+        work_dir: roots.dirs()[0].clone(),
+        roots: Some(roots.clone()),
+        private,
+    })
+    .context("starting agent_run (--no-tools agents leaves it out)")
+}
+
 #[cfg(feature = "critique")]
 fn critique(
     args: &crate::cli::CritiqueArgs,
@@ -190,11 +227,7 @@ fn critique(
     private: Vec<std::path::PathBuf>,
 ) -> anyhow::Result<weir_pack_critique::CritiquePack> {
     use std::time::Duration;
-    let mut env = Vec::new();
-    if let Some(home) = &args.critique_home {
-        env.push(("HOME".to_owned(), home.display().to_string()));
-    }
-    env.extend(args.critique_env.iter().cloned());
+    let env = agent_env(args);
     weir_pack_critique::CritiquePack::new(weir_pack_critique::CritiqueConfig {
         clis: args.critique_clis.clone(),
         models: args.critique_models.iter().cloned().collect(),

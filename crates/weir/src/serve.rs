@@ -153,13 +153,13 @@ fn upstream_status(caller: &Arc<ClientCaller>) -> Vec<weir_mcp::StatusPart> {
 /// What this server serves, by pack, for the grants of a tokens file:
 /// the packs' tools, each upstream's (`upstream:NAME`) and weir's own
 /// (`runs`). The agent tools, which a line
-/// without a grant does not get, are the critique pack's but
-/// `critique_status` (it starts nothing): a tool that pack adds later is
-/// held back until someone decides otherwise.
+/// without a grant does not get, are the agents pack's and the critique
+/// pack's but `critique_status` (it starts nothing): a tool either pack
+/// adds later is held back until someone decides otherwise.
 fn served_tools(packs: Vec<(String, Vec<String>)>) -> ServedTools {
     let mut served = ServedTools::default();
     for (pack, tools) in packs {
-        if pack == "critique" {
+        if pack == "critique" || pack == "agents" {
             let agents = tools.iter().filter(|tool| *tool != "critique_status");
             served.agent_tools.extend(agents.cloned());
         }

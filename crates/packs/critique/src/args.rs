@@ -376,85 +376,6 @@ pub(crate) fn roast_schema() -> Value {
     })
 }
 
-/// `agent_run`'s arguments.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct AgentRunArgs {
-    pub(crate) cli: String,
-    pub(crate) prompt: String,
-    #[serde(default)]
-    pub(crate) model: Option<String>,
-    /// As sent; [`AgentRunArgs::parse`] resolves it into `work_dir`.
-    #[serde(default)]
-    cwd: Option<String>,
-    /// Tools of this server offered to the agent (Claude Code only).
-    #[serde(default)]
-    pub(crate) weir_tools: Vec<String>,
-    /// `cwd` resolved inside a root (canonical), if given.
-    #[serde(skip)]
-    pub(crate) work_dir: Option<PathBuf>,
-}
-
-impl AgentRunArgs {
-    /// The arguments, checked; `cwd` must resolve inside one of `roots`.
-    pub(crate) fn parse(arguments: Value, roots: &Roots) -> Result<AgentRunArgs, RunError> {
-        let mut args: AgentRunArgs = kit::parse_object(arguments)?;
-        if !KNOWN_CLIS.contains(&args.cli.as_str()) {
-            return Err(invalid(format!(
-                "cli: unknown CLI {:?}; known: {}",
-                args.cli,
-                KNOWN_CLIS.join(", ")
-            )));
-        }
-        if args.prompt.trim().is_empty() {
-            return Err(invalid("prompt is empty"));
-        }
-        if args.prompt.len() > MAX_CONTENT_BYTES {
-            return Err(invalid(format!(
-                "prompt is larger than {MAX_CONTENT_BYTES} bytes"
-            )));
-        }
-        if let Some(model) = &args.model {
-            check_model("model", model)?;
-        }
-        if let Some(cwd) = &args.cwd {
-            let dir = in_roots("cwd", cwd, roots)?;
-            if !dir.is_dir() {
-                return Err(invalid(format!(
-                    "cwd {cwd} is not a directory on the server"
-                )));
-            }
-            args.work_dir = Some(dir);
-        }
-        let mut named = std::collections::BTreeSet::new();
-        if let Some(tool) = args.weir_tools.iter().find(|tool| !named.insert(*tool)) {
-            return Err(invalid(format!("weir_tools names {tool} twice")));
-        }
-        if !args.weir_tools.is_empty() && args.cli != "claude" {
-            return Err(invalid(format!(
-                "weir_tools: only claude can be offered weir's tools (in-process MCP servers are Claude Code's), not {}",
-                args.cli
-            )));
-        }
-        Ok(args)
-    }
-}
-
-pub(crate) fn agent_run_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "cli": {"type": "string", "enum": KNOWN_CLIS, "description": "The coding-agent CLI to run."},
-            "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_BYTES, "description": "The prompt."},
-            "model": {"type": "string", "pattern": MODEL_PATTERN, "description": "The model; else the server's choice or the CLI's default."},
-            "cwd": {"type": "string", "description": "The agent's working directory on the server: a directory inside the server's roots (`weir serve --root`), absolute or relative to the first; else the first root."},
-            "weir_tools": {"type": "array", "items": {"type": "string"}, "uniqueItems": true, "description": "claude only: tools of this server offered to the agent as the in-process MCP server `weir` (it calls them as mcp__weir__TOOL); each call is a child run of this run."}
-        },
-        "required": ["cli", "prompt"],
-        "additionalProperties": false
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -612,29 +533,6 @@ mod tests {
     }
 
     #[test]
-    fn weir_tools_are_for_claude_only() {
-        let args = AgentRunArgs::parse(
-            json!({"cli": "claude", "prompt": "hi", "weir_tools": ["critique_status"]}),
-            roots(),
-        )
-        .unwrap();
-        assert_eq!(args.weir_tools, ["critique_status"]);
-        let error = AgentRunArgs::parse(
-            json!({"cli": "codex", "prompt": "hi", "weir_tools": ["x"]}),
-            roots(),
-        )
-        .unwrap_err();
-        assert!(error.message.contains("only claude"), "{}", error.message);
-        assert!(
-            weir_core::check_arguments(
-                &agent_run_schema(),
-                &json!({"cli": "claude", "prompt": "hi", "weir_tools": ["critique_status"]})
-            )
-            .is_ok()
-        );
-    }
-
-    #[test]
     fn paths_must_be_inside_the_roots() {
         let root = &roots().dirs()[0];
         let Request::Run(run) = parse(
@@ -652,58 +550,15 @@ mod tests {
                 "{target}: {message}"
             );
         }
-        let args = AgentRunArgs::parse(
-            json!({"cli": "claude", "prompt": "hi", "cwd": "inside"}),
-            roots(),
-        )
-        .unwrap();
-        assert_eq!(args.work_dir, Some(root.join("inside")));
-        let error = AgentRunArgs::parse(
-            json!({"cli": "claude", "prompt": "hi", "cwd": root.join("../outside")}),
-            roots(),
-        )
-        .unwrap_err();
-        assert_eq!(error.code, weir_core::FailureCode::InvalidArguments);
-        assert!(
-            error.message.starts_with("cwd: ") && error.message.contains("outside"),
-            "{}",
-            error.message
-        );
-        let error = AgentRunArgs::parse(
-            json!({"cli": "claude", "prompt": "hi", "cwd": "file.rs"}),
-            roots(),
-        )
-        .unwrap_err();
-        assert!(
-            error.message.contains("not a directory"),
-            "{}",
-            error.message
-        );
     }
 
     #[test]
     fn a_model_that_reads_like_a_flag_is_refused() {
-        let refused = AgentRunArgs::parse(
-            json!({"cli": "gemini", "prompt": "hi", "model": "--yolo"}),
-            roots(),
-        )
-        .unwrap_err();
-        assert!(
-            refused
-                .message
-                .starts_with("model: the model \"--yolo\" is not accepted"),
-            "{}",
-            refused.message
-        );
         let message = error(
             Preset::Idea,
             json!({"content": "x", "models": {"gemini": "-m"}}),
         );
         assert!(message.starts_with("models.gemini: "), "{message}");
-        // A prompt that reads like a flag is just text.
-        assert!(
-            AgentRunArgs::parse(json!({"cli": "codex", "prompt": "--version"}), roots()).is_ok()
-        );
     }
 
     /// Every tool's schema and parser agree (the check every pack runs).
@@ -736,12 +591,6 @@ mod tests {
                 .except("resume", "with a context_id only: bad_calls_say_what_to_do")
                 .except("offset", page)
                 .except("cursor", page),
-                ToolCheck::new(info("agent_run"), |arguments| {
-                    AgentRunArgs::parse(arguments, roots()).map(drop)
-                })
-                .fields(fields_of::<AgentRunArgs>())
-                .sample("model", json!("sonnet"))
-                .sample("cwd", json!("inside")),
                 ToolCheck::new(info("critique_status"), |arguments| {
                     crate::status::no_arguments(&arguments)
                 }),

@@ -1,7 +1,8 @@
 //! weir's critique pack: `roast`, which fans one request out to several
 //! coding-agent CLIs at once on a `brief` (`general`, the default;
-//! `codebase`, `architecture`, `security`, `idea`); `agent_run`, which
-//! drives one agent; and `critique_status`, the agents' circuit breakers.
+//! `codebase`, `architecture`, `security`, `idea`), and `critique_status`,
+//! the agents' circuit breakers. (One agent on one prompt, `agent_run`, is
+//! the agents pack's: `weir-pack-agents`.)
 //!
 //! **For:** critique by real coding agents (Claude Code, Codex, the Gemini
 //! CLI, driven by `weir-agents`) as ordinary weir runs: streamed, cancellable,
@@ -42,17 +43,8 @@
 //! with the earlier report in their prompt and appends the new round. Both
 //! live in this server's memory only.
 //!
-//! **agent_run** runs one CLI on a prompt: each normalized event a
-//! `partial` (text deltas as text, group `text`; the others as structured
-//! items, group `events`), the result the last message with usage, cost
-//! and session id. With `weir_tools` (Claude Code only) it offers those
-//! tools of this server to the agent as the in-process MCP server `weir`
-//! (`mcp__weir__TOOL`), each call a child run of the agent's run; the
-//! agent may call them without asking, and any other tool that needs
-//! permission is refused.
-//!
-//! **Where agents work, and what reaches their command line.** A call's
-//! `cwd` (`agent_run`) or `target` (a roast) is resolved — made absolute
+//! **Where agents work, and what reaches their command line.** A roast's
+//! `target` is resolved — made absolute
 //! against the first root, every symlink followed — and refused unless it
 //! lies inside one of [`CritiqueConfig::roots`] (`weir serve --root`); a
 //! call that names none runs in [`CritiqueConfig::work_dir`], itself inside
@@ -78,12 +70,11 @@
 //! })
 //! .unwrap();
 //! let names: Vec<String> = pack.tools().iter().map(|tool| tool.info().name).collect();
-//! assert_eq!(names, ["roast", "agent_run", "critique_status"]);
+//! assert_eq!(names, ["roast", "critique_status"]);
 //! assert!(CritiquePack::new(CritiqueConfig { clis: vec!["vim".into()], ..CritiqueConfig::default() }).is_err());
 //! ```
 #![warn(missing_docs)]
 
-mod agent_run;
 mod args;
 mod cache;
 mod findings;
@@ -92,7 +83,6 @@ mod report;
 mod roast;
 mod setup;
 mod status;
-mod weir_tools;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -343,7 +333,6 @@ impl Pack for CritiquePack {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         vec![
             Arc::new(roast::Roast(self.shared.clone())),
-            Arc::new(agent_run::AgentRun(self.shared.clone())),
             Arc::new(status::CritiqueStatus(self.shared.clone())),
         ]
     }

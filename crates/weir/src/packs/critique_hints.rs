@@ -33,17 +33,10 @@ impl<P: Pack> Pack for Hinted<P> {
 /// What a critique tool does: every one but `critique_status` runs coding
 /// agents, which talk to their model's service (open world). A roast's
 /// agents are told to only read, but nothing but their CLIs' own rules
-/// holds them to it, so it is not read-only; `agent_run`'s agent is there
-/// to change files.
+/// holds them to it, so it is not read-only.
 fn hints(tool: &str) -> Hints {
     match tool {
         "critique_status" => Hints::READ_ONLY,
-        "agent_run" => Hints {
-            read_only: false,
-            destructive: true,
-            idempotent: false,
-            open_world: true,
-        },
         _ => Hints {
             read_only: false,
             destructive: false,

@@ -93,7 +93,15 @@ impl Selection {
 
 /// The packs a name may name, whether this build has them or not
 /// (`fixtures` and `upstream:NAME` are named once served).
-const PACKS: &[&str] = &["exec", "codeintel", "critique", "llmstxt", "plan", RUNS];
+const PACKS: &[&str] = &[
+    "exec",
+    "codeintel",
+    "critique",
+    "agents",
+    "llmstxt",
+    "plan",
+    RUNS,
+];
 
 /// Whether `pattern` (`*` matching any run of characters) matches `name`
 /// whole.

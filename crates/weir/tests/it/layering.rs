@@ -115,8 +115,14 @@ const LAYERS: &[Layer] = &[
         external: None,
     },
     Layer {
-        // The one pack that runs coding agents: the pack row, plus the drivers.
+        // The packs that run coding agents: the pack row, plus the drivers.
         name: "weir-pack-critique",
+        normal: Some(&["weir-core", "weir-runtime", "weir-proc", "weir-agents"]),
+        dev: &["weir-core", "weir-runtime", "weir-proc", "weir-agents"],
+        external: None,
+    },
+    Layer {
+        name: "weir-pack-agents",
         normal: Some(&["weir-core", "weir-runtime", "weir-proc", "weir-agents"]),
         dev: &["weir-core", "weir-runtime", "weir-proc", "weir-agents"],
         external: None,

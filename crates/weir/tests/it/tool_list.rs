@@ -32,7 +32,7 @@ const TOOLS: &[(&str, &str, bool)] = &[
     ("validate_code", "exec", true),
     ("list_languages", "exec", true),
     ("roast", "critique", false),
-    ("agent_run", "critique", false),
+    ("agent_run", "agents", false),
     ("critique_status", "critique", true),
     ("llmstxt_generate", "llmstxt", false),
     ("llmstxt_validate", "llmstxt", true),

@@ -8,10 +8,11 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use weir_agents::{AgentEvent, AgentOptions, CliKind, Decision, Ending, ToolPermission, Transport};
 use weir_core::{Completed, Content, FailureCode, Meta, Milestone, Partial, RunError};
-use weir_runtime::{RunContext, Tool, ToolInfo};
+use weir_runtime::kit::invalid;
+use weir_runtime::{Hints, RunContext, Tool, ToolInfo};
 
 use crate::Shared;
-use crate::args::{self, AgentRunArgs, invalid};
+use crate::args::{self, AgentRunArgs};
 use crate::weir_tools::{self, WeirTools};
 
 /// `agent_run`.
@@ -90,7 +91,14 @@ impl Tool for AgentRun {
         })));
         info.streams = true;
         info.timeout = Some(self.0.config.agent_timeout + Duration::from_secs(30));
-        info
+        // The agent talks to its model's service (open world) and is there
+        // to change files.
+        info.with_hints(Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        })
     }
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
