@@ -1,5 +1,7 @@
 //! The llms.txt pack's model client, as an OpenAI-compatible endpoint
-//! feeds it: the bounded SSE parser and the chat-completion chunk reader
+//! feeds it: weir-core's SSE parser (`weir_core::sse`) bounded and with
+//! the stream's end read as the pack reads it (`finish`: a last event
+//! without its blank line counts), then the chat-completion chunk reader
 //! (weir-pack-llmstxt, through its `fuzzing` feature), on whatever bytes
 //! the endpoint sends, cut anywhere by the network.
 //!
@@ -14,7 +16,31 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use weir_pack_llmstxt::fuzzing::{Chunk, decode, sse_events};
+use weir_core::sse::SseParser;
+use weir_pack_llmstxt::fuzzing::{Chunk, decode};
+
+/// The data of each event a stream fed in `pieces` to a parser bounded at
+/// `limit` bytes gave, the event the stream's end dispatched last; or
+/// `Err(events before the overflow)` once a line or an event passed the
+/// limit.
+fn sse_events<'a>(
+    pieces: impl IntoIterator<Item = &'a [u8]>,
+    limit: usize,
+) -> Result<Vec<String>, usize> {
+    let mut parser = SseParser::new(limit);
+    let mut events = Vec::new();
+    for piece in pieces {
+        match parser.push(piece) {
+            Ok(more) => events.extend(more.into_iter().map(|event| event.data)),
+            Err(_) => return Err(events.len()),
+        }
+    }
+    match parser.finish() {
+        Ok(last) => events.extend(last.map(|event| event.data)),
+        Err(_) => return Err(events.len()),
+    }
+    Ok(events)
+}
 
 fuzz_target!(|data: &[u8]| {
     let (cut, limit, stream) = match data {
@@ -26,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
         _ => return,
     };
     let whole = sse_events([stream], limit);
-    let same = |other: Result<Vec<Option<String>>, usize>, how: &str| match (&whole, &other) {
+    let same = |other: Result<Vec<String>, usize>, how: &str| match (&whole, &other) {
         (Ok(a), Ok(b)) => assert_eq!(a, b, "{how}"),
         (Err(_), Err(_)) => {}
         _ => panic!("{how}: {whole:?} but {other:?}"),
@@ -43,7 +69,7 @@ fuzz_target!(|data: &[u8]| {
     );
     let Ok(events) = whole else { return };
     let mut text = 0;
-    for data in events.iter().flatten() {
+    for data in &events {
         assert!(data.len() <= limit, "{} bytes of data past {limit}", data.len());
         let chunks = decode(data);
         if data.trim() == "[DONE]" {

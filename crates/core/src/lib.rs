@@ -10,7 +10,9 @@
 //! against a tool's input schema ([`check_arguments`]) and the output schema
 //! a tool lists ([`output_contract`]). Time helpers format timestamps ([`iso8601`]).
 //! [`headers`] parses the HTTP request headers the web edge and the MCP
-//! transport both check (pure functions over a header's bytes).
+//! transport both check (pure functions over a header's bytes); [`sse`] is
+//! the one server-sent events parser (WHATWG rules, a bound per line and
+//! event), for the MCP client and the packs' model clients alike.
 //!
 //! **Not for:** IO of any kind. This crate has no async runtime, no database
 //! and no protocol; time comes in as arguments. Stores, schedulers and MCP
@@ -31,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod headers;
+pub mod sse;
 
 mod breaker;
 mod chunker;

@@ -77,10 +77,6 @@ mod runs;
 mod server;
 mod sse;
 
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing;
-
 use std::sync::Arc;
 
 use serde_json::Value;

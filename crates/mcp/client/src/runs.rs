@@ -15,7 +15,7 @@ use weir_core::{RunEvent, RunState, Seq};
 use crate::connection::{base_url, check_status, http_client, root_cause};
 use crate::error::ClientError;
 use crate::retry::backoff;
-use crate::sse::SseParser;
+use crate::sse;
 
 /// Consecutive failed reconnections before giving up.
 const RECONNECTS: u32 = 10;
@@ -153,7 +153,7 @@ async fn read(
             }
         };
         let mut body = response.bytes_stream();
-        let mut parser = SseParser::default();
+        let mut parser = sse::parser();
         loop {
             let chunk = match body.next().await {
                 Some(Ok(chunk)) => chunk,
@@ -166,7 +166,7 @@ async fn read(
                     break;
                 }
             };
-            for event in parser.feed(&chunk) {
+            for event in parser.push(&chunk).map_err(sse::overflowed)? {
                 if event.event.as_deref() == Some("heartbeat") || event.data.is_empty() {
                     continue;
                 }

@@ -1,38 +1,11 @@
 //! Hooks for the fuzz targets in `fuzz/` (cargo feature `fuzzing`, off by
-//! default): the model client's decoders of what an endpoint sends — the
-//! SSE parser and the chat-completion chunk reader — which are private
-//! otherwise. Not an API: hidden from the docs, and nothing but the fuzz
-//! targets may use it.
+//! default): the model client's decoder of what an endpoint sends in each
+//! server-sent event — the chat-completion chunk reader — which is private
+//! otherwise (the SSE parser is weir-core's, public: [`weir_core::sse`]).
+//! Not an API: hidden from the docs, and nothing but the fuzz targets may
+//! use it.
 
 use crate::llm::chunk::{self, ChunkEvent};
-use crate::llm::sse::{SseItem, SseParser};
-
-/// What a stream fed in `pieces` to a parser bounded at `limit` bytes
-/// gave: the data of each event (`None` for a comment), in order, the
-/// event the stream's end dispatched last; or `Err(events before the
-/// overflow)` once a line or an event passed the limit.
-pub fn sse_events<'a>(
-    pieces: impl IntoIterator<Item = &'a [u8]>,
-    limit: usize,
-) -> Result<Vec<Option<String>>, usize> {
-    let mut parser = SseParser::new(limit);
-    let mut events = Vec::new();
-    let data = |item: SseItem| match item {
-        SseItem::Data(data) => Some(data),
-        SseItem::Comment => None,
-    };
-    for piece in pieces {
-        match parser.push(piece) {
-            Ok(items) => events.extend(items.into_iter().map(data)),
-            Err(_) => return Err(events.len()),
-        }
-    }
-    match parser.finish() {
-        Ok(last) => events.extend(last.map(data)),
-        Err(_) => return Err(events.len()),
-    }
-    Ok(events)
-}
 
 /// One event of a chunk, as the fuzz target checks it.
 #[derive(Clone, Debug, PartialEq, Eq)]

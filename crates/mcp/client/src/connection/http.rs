@@ -22,7 +22,7 @@ use weir_mcp_wire::revision::meta_key;
 use super::exchange::{Exchange, Inbound, answer_server_request};
 use crate::error::ClientError;
 use crate::retry::backoff;
-use crate::sse::SseParser;
+use crate::sse;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -361,21 +361,32 @@ async fn read_stream(
     resumable: bool,
 ) {
     let mut body = response.bytes_stream().boxed();
-    let mut parser = SseParser::default();
+    let mut parser = sse::parser();
     let mut last_id: Option<String> = None;
     let mut retry: Option<Duration> = None;
     let mut failures = 0u32;
     'read: loop {
         let reason = match body.next().await {
             Some(Ok(chunk)) => {
-                for event in parser.feed(&chunk) {
-                    if event.id.is_some() {
-                        last_id = event.id.clone();
-                        failures = 0;
+                let events = match parser.push(&chunk) {
+                    Ok(events) => events,
+                    Err(overflow) => {
+                        let _ = exchange.send(Err(sse::overflowed(overflow))).await;
+                        return;
                     }
-                    if let Some(ms) = event.retry_ms {
-                        retry = Some(Duration::from_millis(ms));
-                    }
+                };
+                // A new event id is progress: resume from it, and count
+                // failed resumes afresh.
+                if let Some(id) = parser.last_event_id()
+                    && last_id.as_deref() != Some(id)
+                {
+                    last_id = Some(id.to_owned());
+                    failures = 0;
+                }
+                if let Some(ms) = parser.retry_ms() {
+                    retry = Some(Duration::from_millis(ms));
+                }
+                for event in events {
                     // Data that is not JSON-RPC (a priming event) is skipped.
                     let Ok(value) = serde_json::from_str::<Value>(&event.data) else {
                         continue;

@@ -11,7 +11,7 @@
 //! | never sends `data: [DONE]` | a clean end of the body ends the answer ([`Ending::EndOfBody`]) |
 //! | sends `finish_reason` late (own chunk, after usage) or never | reads on to `[DONE]` or the end; the reason is advisory ([`ChatStream::finish_reason`]); after a reason, silence for the idle timeout also ends the answer |
 //! | drops the connection mid-answer | [`LlmError::Dropped`] with the count of tokens already handed out: never a silently short answer |
-//! | sends `: keep-alive` comments | skipped |
+//! | sends `: keep-alive` comments | skipped (the stream is read by weir-core's SSE parser, [`weir_core::sse`]) |
 //! | answers 5xx/429, refuses, or is slow before the first token | retried with doubling backoff, only before the first token ([`ChatConfig::retries`]) |
 //! | is slow | timeouts: connect, first token (per attempt), idle between tokens, and the whole answer ([`ChatConfig::total_timeout`], retries included) |
 //! | streams forever, sends an endless line, or a huge body | bounds: one SSE line or event ([`ChatConfig::max_line_bytes`]), the body ([`ChatConfig::max_body_bytes`]), an error body ([`ERROR_BODY_BYTES`], only its start is kept), and the answer (about `max_tokens` pieces, as sent in the request); each ends the call with its own error ([`LlmError::is_bound`]) |
@@ -24,7 +24,6 @@
 
 pub(crate) mod chunk;
 mod client;
-pub(crate) mod sse;
 mod stream;
 
 use std::time::Duration;

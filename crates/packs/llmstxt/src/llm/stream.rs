@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use weir_core::CircuitBreaker;
+use weir_core::sse::SseParser;
 
 use super::LlmError;
 use super::chunk::{self, ChunkEvent};
-use super::sse::{SseItem, SseParser};
 
 /// How an answer ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -346,8 +346,8 @@ impl ChatStream {
                 self.ending = Some(Ending::EndOfBody);
             }
             Ok(Ok(Some(bytes))) => {
-                let items = match self.parser.push(&bytes) {
-                    Ok(items) => items,
+                let events = match self.parser.push(&bytes) {
+                    Ok(events) => events,
                     Err(overflow) => {
                         return Err(self.broken(LlmError::LineTooLong {
                             limit: overflow.limit,
@@ -355,17 +355,17 @@ impl ChatStream {
                         }));
                     }
                 };
-                for item in items {
-                    if let SseItem::Data(data) = item {
-                        self.pending.extend(chunk::decode(&data));
-                    }
+                // The event type is not read: OpenAI-compatible servers
+                // send none, and the chunk itself says what it is.
+                for event in events {
+                    self.pending.extend(chunk::decode(&event.data));
                 }
             }
             Ok(Ok(None)) => {
                 self.response = None;
                 match self.parser.finish() {
-                    Ok(Some(SseItem::Data(data))) => self.pending.extend(chunk::decode(&data)),
-                    Ok(_) => {}
+                    Ok(Some(event)) => self.pending.extend(chunk::decode(&event.data)),
+                    Ok(None) => {}
                     Err(overflow) => {
                         return Err(self.broken(LlmError::LineTooLong {
                             limit: overflow.limit,
