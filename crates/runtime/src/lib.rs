@@ -9,7 +9,9 @@
 //! [`Subscription`], the replay-then-live reader every delivery is built on;
 //! and tools calling tools: [`RunContext::call`] starts another tool as a
 //! child run (cancelled with its parent, never outliving it), and
-//! [`RemoteCaller`] is how the binary lets a pack call other MCP servers;
+//! [`RemoteCaller`] is how the binary lets a pack call other MCP servers,
+//! and [`InProcessServer`] how it lets a pack offer this server's tools to
+//! a client the pack runs (a coding agent), each call a child run;
 //! [`Principal`] is who calls (a credential's name, admin or not, the tools
 //! it may call), the one type the HTTP guard and the MCP server share.
 //! Durable stores are sibling crates (`weir-store-sqlite`) built on
@@ -70,6 +72,7 @@ mod caller;
 mod context;
 mod handle;
 mod heartbeat;
+mod in_process;
 mod input;
 pub mod kit;
 pub mod log;
@@ -85,6 +88,7 @@ pub mod tool_contract;
 pub use caller::{CallError, ChildEnd, ChildRun, RemoteCaller, upstream_grant};
 pub use context::{EmitError, RunContext, now_ms};
 pub use heartbeat::Heartbeat;
+pub use in_process::{InProcessServer, InProcessSession};
 pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
 pub use principal::Principal;

@@ -7,6 +7,7 @@ mod call_text;
 mod cli;
 mod exit;
 mod http;
+mod in_process;
 #[cfg(feature = "codeintel")]
 mod index;
 #[cfg(feature = "llmstxt")]

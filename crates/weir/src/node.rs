@@ -13,6 +13,7 @@ use std::time::Duration;
 use weir_runtime::{EventLog, MemoryLog, Scheduler, SchedulerConfig, Tool};
 
 use crate::cli::ServeArgs;
+use crate::in_process::InProcessTools;
 use crate::packs;
 use crate::remote_caller::ClientCaller;
 use crate::store;
@@ -70,7 +71,9 @@ pub(crate) async fn assemble(
         .offered
         .push((packs::RUNS.to_owned(), weir_mcp::builtin_tool_names()));
     let roots = packs::roots(args)?;
-    for pack in packs::enabled(args, data_dir, &roots, caller.clone()).await? {
+    let in_process = Arc::new(InProcessTools::default());
+    let packs = packs::enabled(args, data_dir, &roots, caller.clone(), in_process.clone());
+    for pack in packs.await? {
         if let Some(warning) = pack.warning() {
             eprintln!("weir: warning: {warning}");
         }
@@ -105,6 +108,16 @@ pub(crate) async fn assemble(
         .collect();
     let config = scheduler_config(args, membership.as_ref());
     let scheduler = Scheduler::start(log, tools.tools, config).await?;
+    // The server that answers the agents' in-process servers: weir-mcp's,
+    // over this scheduler, its results cut where /mcp cuts them.
+    in_process.fill(weir_mcp::McpServer::new(
+        scheduler.clone(),
+        Arc::new(weir_mcp::catalog::EmptyCatalog),
+        weir_mcp::ServerConfig {
+            result_limit: args.result_limit,
+            ..weir_mcp::ServerConfig::default()
+        },
+    ));
     if let Some(node) = &membership {
         serve_node(node, &scheduler);
     }

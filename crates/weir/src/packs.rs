@@ -7,7 +7,7 @@
 //! |---|---|---|---|
 //! | `exec` | `weir-pack-exec` | `execute_code`, `validate_code`, `list_languages` | `--no-exec`, `--exec-sandbox` |
 //! | `critique` | `weir-pack-critique` | `roast` (its `brief`: general, codebase, architecture, security, idea), `critique_status` | `--no-critique`, `--critique-clis`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-max-parallel`, `--critique-timeout`, `--critique-breaker-failures`, `--critique-breaker-cooldown`, `--critique-cache-ttl`, `--root` |
-//! | `agents` | `weir-pack-agents` | `agent_run` | `--no-tools agents`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-timeout`, `--root` |
+//! | `agents` | `weir-pack-agents` | `agent_run` (its `weir_tools` served in process by weir-mcp, `in_process.rs`) | `--no-tools agents`, `--critique-models`, `--critique-home`, `--critique-env`, `--critique-timeout`, `--root` |
 //! | `llmstxt` | `weir-pack-llmstxt` | `llmstxt_generate`, `llmstxt_validate` | `--llm-endpoint`, `--llm-model`, `--llm-api-key`, `--llm-timeout`, `--llm-idle-timeout`, `--llmstxt-clone-host`, `--root` |
 //! | `plan` | `weir-pack-plan` | `plan_run` (and `weir plan run`); its steps reach the declared upstream servers through weir's client | `--upstream`, `--upstreams`, `--upstream-token-env` |
 //! | `codeintel` | `weir-pack-codeintel` | `index_repo`, `search_symbols`, `find_references`, `get_architecture`, `explore`, `understand`, `prepare_change` (and `weir index`) | `--no-codeintel`, `--root` (`--codeintel-root` is its alias) |
@@ -28,6 +28,7 @@ use weir_runtime::{Pack, Roots};
 pub(crate) use selection::{RUNS, Selection};
 
 use crate::cli::ServeArgs;
+use crate::in_process::InProcessTools;
 use crate::remote_caller::ClientCaller;
 
 /// The directories callers may name: `--root` (or `WEIR_ROOTS`), else the
@@ -47,11 +48,13 @@ pub(crate) fn roots(args: &ServeArgs) -> anyhow::Result<Roots> {
 /// wrap` has no pack.
 #[cfg_attr(not(feature = "exec"), allow(unused_variables))]
 #[cfg_attr(not(feature = "plan"), allow(unused_variables))]
+#[cfg_attr(not(feature = "agents"), allow(unused_variables))]
 pub(crate) async fn enabled(
     args: &ServeArgs,
     data_dir: &Path,
     roots: &Roots,
     caller: Arc<ClientCaller>,
+    in_process: Arc<InProcessTools>,
 ) -> anyhow::Result<Vec<Box<dyn Pack>>> {
     let mut packs: Vec<Box<dyn Pack>> = Vec::new();
     if args.wrap {
@@ -79,7 +82,8 @@ pub(crate) async fn enabled(
     }
     #[cfg(feature = "agents")]
     if selection.builds("agents") {
-        packs.push(Box::new(agents(&args.critique, roots, private)?));
+        let pack = agents(&args.critique, roots, private, in_process)?;
+        packs.push(Box::new(pack));
     }
     #[cfg(feature = "llmstxt")]
     if selection.builds("llmstxt") {
@@ -206,8 +210,9 @@ fn agents(
     args: &crate::cli::CritiqueArgs,
     roots: &Roots,
     private: Vec<std::path::PathBuf>,
+    in_process: Arc<InProcessTools>,
 ) -> anyhow::Result<weir_pack_agents::AgentsPack> {
-    weir_pack_agents::AgentsPack::new(weir_pack_agents::AgentsConfig {
+    let config = weir_pack_agents::AgentsConfig {
         models: args.critique_models.iter().cloned().collect(),
         env: agent_env(args),
         agent_timeout: std::time::Duration::from_secs(args.critique_timeout.max(1)),
@@ -216,8 +221,10 @@ fn agents(
         work_dir: roots.dirs()[0].clone(),
         roots: Some(roots.clone()),
         private,
-    })
-    .context("starting agent_run (--no-tools agents leaves it out)")
+    };
+    // weir_tools: this node's own MCP server answers the agent.
+    weir_pack_agents::AgentsPack::new(config, Some(in_process))
+        .context("starting agent_run (--no-tools agents leaves it out)")
 }
 
 #[cfg(feature = "critique")]

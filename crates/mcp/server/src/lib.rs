@@ -29,7 +29,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | transports | `transport::{stdio, http}`: messages in and out |
+//! | transports | `transport::{stdio, http, in_process}`: messages in and out (`in_process`: the tools a run offers the client it runs, as values, each call a child run of that run: [`McpServer::in_process`], weir-runtime's `InProcessServer` seam) |
 //! | dispatch | `server`: [`McpServer`], method → handler |
 //! | handlers | `handlers::{lifecycle, tools, tasks, resources, prompts, builtin, upstream}`: free functions over the shared state, one module per group of methods (`builtin`: weir's own `runs_*` and `get_status` tools and `weir://runs/…` resources; `upstream`: the upstreams' resources and prompts, passed through) |
 //! | following | `follow`: the one loop over a run's log, for calls, resumed streams and tasks |

@@ -13,7 +13,7 @@ use weir_runtime::{Hints, RunContext, Tool, ToolInfo};
 
 use crate::Shared;
 use crate::args::{self, AgentRunArgs};
-use crate::weir_tools::{self, WeirTools};
+use crate::weir_tools;
 
 /// `agent_run`.
 pub(crate) struct AgentRun(pub(crate) Arc<Shared>);
@@ -23,6 +23,7 @@ pub(crate) struct AgentRun(pub(crate) Arc<Shared>);
 /// any other tool that needs permission is refused, as in light mode,
 /// where the CLI refuses it itself.
 fn offer_weir_tools(
+    shared: &Shared,
     ctx: &RunContext,
     options: &mut AgentOptions,
     tools: Vec<String>,
@@ -42,6 +43,16 @@ fn offer_weir_tools(
         .into_iter()
         .filter(|tool| tools.contains(&tool.name))
         .collect();
+    let server = shared
+        .in_process
+        .as_deref()
+        .and_then(|server| weir_tools::offer(server, ctx, tools))
+        .ok_or_else(|| {
+            RunError::new(
+                FailureCode::ToolError,
+                "weir_tools: this weir has no server to offer its tools in process; call agent_run without weir_tools",
+            )
+        })?;
     let prefix = format!("mcp__{}__", weir_tools::SERVER);
     options.transport = Transport::Auto;
     options.permission = Some(Arc::new(move |asked: &ToolPermission| {
@@ -58,10 +69,7 @@ fn offer_weir_tools(
             }
         }
     }));
-    options.mcp_servers = vec![Arc::new(WeirTools {
-        ctx: ctx.clone(),
-        tools,
-    })];
+    options.mcp_servers = vec![server];
     Ok(())
 }
 
@@ -128,7 +136,7 @@ impl Tool for AgentRun {
         options.transport = Transport::Light;
         options.timeout = Some(shared.config.agent_timeout);
         if !call.weir_tools.is_empty() {
-            offer_weir_tools(&ctx, &mut options, call.weir_tools.clone())?;
+            offer_weir_tools(shared, &ctx, &mut options, call.weir_tools.clone())?;
         }
         ctx.emit(Meta {
             backends: vec![call.cli.clone()],

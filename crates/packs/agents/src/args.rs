@@ -223,7 +223,7 @@ mod tests {
     fn every_tool_s_schema_and_parser_agree() {
         use weir_runtime::tool_contract::{ToolCheck, check_pack, fields_of, info_of};
 
-        let pack = crate::AgentsPack::new(crate::AgentsConfig::default()).unwrap();
+        let pack = crate::AgentsPack::new(crate::AgentsConfig::default(), None).unwrap();
         check_pack(
             &pack,
             vec![

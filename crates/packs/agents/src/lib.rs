@@ -7,9 +7,10 @@
 //! `events`), the result the last message with usage, cost and session
 //! id. With `weir_tools` (Claude Code only) it offers those tools of this
 //! server to the agent as the in-process MCP server `weir`
-//! (`mcp__weir__TOOL`), each call a child run of the agent's run; the
-//! agent may call them without asking, and any other tool that needs
-//! permission is refused. **Not for:** protocols (the pack reports through
+//! (`mcp__weir__TOOL`), served by the binary's own MCP server through
+//! weir-runtime's [`InProcessServer`] seam, each call a child run of the
+//! agent's run; the agent may call them without asking, and any other tool
+//! that needs permission is refused. **Not for:** protocols (the pack reports through
 //! its `RunContext` only), several agents on one request (the critique
 //! pack's `roast`), installing the CLIs, or their accounts: the agent runs
 //! with weir's environment (the user's HOME and credentials, or what
@@ -33,7 +34,7 @@
 //! ```
 //! use weir_pack_agents::{AgentsConfig, AgentsPack};
 //! use weir_runtime::Pack;
-//! let pack = AgentsPack::new(AgentsConfig::default()).unwrap();
+//! let pack = AgentsPack::new(AgentsConfig::default(), None).unwrap();
 //! let names: Vec<String> = pack.tools().iter().map(|tool| tool.info().name).collect();
 //! assert_eq!(names, ["agent_run"]);
 //! ```
@@ -49,7 +50,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use weir_core::{FailureCode, RunError};
-use weir_runtime::{Pack, Roots, RootsError, Tool};
+use weir_runtime::{InProcessServer, Pack, Roots, RootsError, Tool};
 
 /// How messages name the directory the agent works in when its call names
 /// none.
@@ -108,6 +109,8 @@ pub(crate) struct Shared {
     pub(crate) work_dir: PathBuf,
     /// `private`, each resolved where it exists.
     private: Vec<PathBuf>,
+    /// What serves `weir_tools` to the agent; `None`: nothing does.
+    pub(crate) in_process: Option<Arc<dyn InProcessServer>>,
 }
 
 impl Shared {
@@ -161,15 +164,21 @@ pub enum ConfigError {
 }
 
 impl AgentsPack {
-    /// The pack, with `config`. Nothing is probed: a CLI that is not
-    /// installed fails the call that names it, saying how to install it.
+    /// The pack, with `config`, offering the agent tools of this server
+    /// (`weir_tools`) through `in_process`, which the binary fills with
+    /// its MCP server (without it, a call with `weir_tools` is refused).
+    /// Nothing is probed: a CLI that is not installed fails the call that
+    /// names it, saying how to install it.
     ///
     /// # Errors
     ///
     /// When `config` names a model for a CLI the pack does not drive, a
     /// model that could be read as a flag ([`weir_agents::check_name`]),
     /// or a `work_dir` outside `roots`.
-    pub fn new(config: AgentsConfig) -> Result<AgentsPack, ConfigError> {
+    pub fn new(
+        config: AgentsConfig,
+        in_process: Option<Arc<dyn InProcessServer>>,
+    ) -> Result<AgentsPack, ConfigError> {
         if let Some(unknown) = config
             .models
             .keys()
@@ -210,6 +219,7 @@ impl AgentsPack {
                 roots,
                 work_dir,
                 private,
+                in_process,
             }),
         })
     }
@@ -233,11 +243,14 @@ mod tests {
     fn a_private_path_is_refused_as_a_working_directory_and_above_it() {
         let dir = std::env::temp_dir().join(format!("weir-agents-private-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("data/runs")).unwrap();
-        let pack = AgentsPack::new(AgentsConfig {
-            work_dir: dir.clone(),
-            private: vec![dir.join("data")],
-            ..AgentsConfig::default()
-        })
+        let pack = AgentsPack::new(
+            AgentsConfig {
+                work_dir: dir.clone(),
+                private: vec![dir.join("data")],
+                ..AgentsConfig::default()
+            },
+            None,
+        )
         .unwrap();
         let dir = std::fs::canonicalize(&dir).unwrap();
         let refused = |path: &Path| pack.shared.check_work_dir("cwd", path).is_err();
@@ -246,10 +259,13 @@ mod tests {
         assert!(refused(&dir), "a directory holding it");
         assert!(!refused(&dir.join("elsewhere")));
         assert!(matches!(
-            AgentsPack::new(AgentsConfig {
-                models: [("vim".to_owned(), "x".to_owned())].into(),
-                ..AgentsConfig::default()
-            }),
+            AgentsPack::new(
+                AgentsConfig {
+                    models: [("vim".to_owned(), "x".to_owned())].into(),
+                    ..AgentsConfig::default()
+                },
+                None
+            ),
             Err(ConfigError::UnknownCli(_))
         ));
     }

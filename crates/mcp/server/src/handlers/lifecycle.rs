@@ -13,17 +13,7 @@ use crate::state::ServerState;
 /// `initialize` (session era): agrees on a revision and records the
 /// client's capabilities and name in `session`.
 pub(crate) fn initialize(state: &ServerState, session: &Session, params: &Value) -> Value {
-    let asked = params
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    // A session-era client gets its own revision if we speak it, else our newest session revision.
-    let version = SUPPORTED_VERSIONS
-        .iter()
-        .skip(1)
-        .find(|known| **known == asked)
-        .copied()
-        .unwrap_or(LATEST_SESSION_VERSION);
+    let version = negotiated(params);
     session.set_capabilities(
         params
             .get("capabilities")
@@ -40,6 +30,31 @@ pub(crate) fn initialize(state: &ServerState, session: &Session, params: &Value)
         result["instructions"] = instructions.clone().into();
     }
     result
+}
+
+/// The revision `initialize`'s `params` agree on: a session-era client
+/// gets its own revision if we speak it, else our newest session revision.
+fn negotiated(params: &Value) -> &'static str {
+    let asked = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    SUPPORTED_VERSIONS
+        .iter()
+        .skip(1)
+        .find(|known| **known == asked)
+        .copied()
+        .unwrap_or(LATEST_SESSION_VERSION)
+}
+
+/// `initialize` of an in-process server ([`crate::transport::in_process`]):
+/// the revision as for any client, and tools as its one capability.
+pub(crate) fn initialize_offered(state: &ServerState, params: &Value) -> Value {
+    json!({
+        "protocolVersion": negotiated(params),
+        "capabilities": { "tools": { "listChanged": false } },
+        "serverInfo": state.server_info(),
+    })
 }
 
 /// `server/discover` (2026-07-28).

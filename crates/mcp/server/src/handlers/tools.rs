@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use weir_mcp_wire::jsonrpc::RpcError;
 use weir_runtime::Principal;
-use weir_runtime::{RunOptions, SubmitError, ToolInfo};
+use weir_runtime::{CallError, RunContext, RunOptions, SubmitError, ToolInfo};
 
 use crate::errors::{internal, required_str};
 use crate::follow::{FollowError, follow, relay_questions};
@@ -111,6 +111,68 @@ async fn deferred(state: &ServerState, run_id: &weir_core::RunId) -> Result<Valu
     Ok(builtin::still_working(run_id, run_state))
 }
 
+/// A call's `arguments`: an object, `{}` when absent.
+fn arguments_of(params: &Value) -> Result<Value, RpcError> {
+    match params.get("arguments") {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(object @ Value::Object(_)) => Ok(object.clone()),
+        Some(_) => Err(RpcError::invalid_params("\"arguments\" must be an object")),
+    }
+}
+
+/// The answer to a call the scheduler refused to start.
+fn refused(error: SubmitError) -> Result<Value, RpcError> {
+    match error {
+        // A model can correct its arguments: report them as a tool error.
+        SubmitError::InvalidArguments { message, .. } => Ok(json!({
+            "content": [{ "type": "text", "text": format!("invalid arguments: {message}") }],
+            "isError": true,
+        })),
+        error @ SubmitError::UnknownTool { .. } => Err(RpcError::invalid_params(error.to_string())),
+        error @ SubmitError::Busy { retry_after, .. } => Err(RpcError::internal(error.to_string())
+            .with_data(json!({ "retryAfterMs": retry_after.as_millis() as u64 }))),
+        error => Err(internal(error)),
+    }
+}
+
+/// `tools/list` of an in-process server offering `offered` (a run's
+/// client's: [`crate::transport::in_process`]): those tools, each as
+/// [`list`] shows it.
+pub(crate) fn list_offered(offered: &[ToolInfo]) -> Value {
+    let tools: Vec<Value> = offered.iter().map(tool_json).collect();
+    json!({ "tools": tools })
+}
+
+/// `tools/call` of an in-process server offering `offered` to a client
+/// of `ctx`'s run: the tool as a child run of that run
+/// ([`RunContext::call`], so the run's scope holds), its result the one
+/// [`call`] gives, read from its log.
+pub(crate) async fn call_offered(
+    state: &ServerState,
+    ctx: &RunContext,
+    offered: &[ToolInfo],
+    params: &Value,
+) -> Result<Value, RpcError> {
+    let name = required_str(params, "name")?;
+    let arguments = arguments_of(params)?;
+    if !offered.iter().any(|tool| tool.name == name) {
+        let available: Vec<&str> = offered.iter().map(|tool| tool.name.as_str()).collect();
+        return refused(SubmitError::UnknownTool {
+            name: name.to_owned(),
+            available: available.join(", "),
+        });
+    }
+    let child = match ctx.call(name, arguments, None).await {
+        Ok(child) => child,
+        Err(CallError::Submit(error)) => return refused(error),
+        Err(error) => return Err(internal(error)),
+    };
+    // Held until the result is read: the child is the agent's run's.
+    let result = crate::follow::final_result(state, child.run_id()).await;
+    drop(child);
+    result
+}
+
 /// `tools/call`. Returns `None` when the client cancelled the call (no
 /// response is owed then).
 pub(crate) async fn call(
@@ -122,11 +184,7 @@ pub(crate) async fn call(
     out: &Outbound,
 ) -> Result<Option<Value>, RpcError> {
     let name = required_str(&params, "name")?.to_owned();
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => json!({}),
-        Some(object @ Value::Object(_)) => object.clone(),
-        Some(_) => return Err(RpcError::invalid_params("\"arguments\" must be an object")),
-    };
+    let arguments = arguments_of(&params)?;
     if !session.caller.may_call(&name) || state.config.hidden_tools.contains(&name) {
         return Err(not_callable(state, &session.caller, &name));
     }
@@ -159,21 +217,7 @@ pub(crate) async fn call(
     let submitted = state.scheduler.submit(&name, arguments, options).await;
     let handle = match submitted {
         Ok(handle) => handle,
-        // A model can correct its arguments: report them as a tool error.
-        Err(SubmitError::InvalidArguments { message, .. }) => {
-            return Ok(Some(json!({
-                "content": [{ "type": "text", "text": format!("invalid arguments: {message}") }],
-                "isError": true,
-            })));
-        }
-        Err(error @ SubmitError::UnknownTool { .. }) => {
-            return Err(RpcError::invalid_params(error.to_string()));
-        }
-        Err(error @ SubmitError::Busy { retry_after, .. }) => {
-            return Err(RpcError::internal(error.to_string())
-                .with_data(json!({ "retryAfterMs": retry_after.as_millis() as u64 })));
-        }
-        Err(error) => return Err(internal(error)),
+        Err(error) => return refused(error).map(Some),
     };
     let run_id = handle.run_id().clone();
     if legacy_task || stateless_task {

@@ -1,6 +1,7 @@
 //! Transports: how messages reach [`crate::McpServer`] and leave it.
 
 pub mod http;
+pub mod in_process;
 pub mod stdio;
 
 use serde_json::Value;

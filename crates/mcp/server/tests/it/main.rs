@@ -2,6 +2,7 @@
 //! and HTTP (a real socket), driven message by message.
 
 mod http;
+mod in_process;
 mod input;
 mod owners;
 mod progress;
