@@ -1,6 +1,7 @@
 //! How runs and events are written as Redis values, and read back: summary
-//! hashes, stream entries and the announcements of appends. Redis entries
-//! stay inside this crate (one function per direction).
+//! hashes, stream entries and the announcements of appends (which the
+//! append script writes). Redis entries stay inside this crate (one
+//! function per direction).
 
 use std::collections::HashMap;
 
@@ -71,6 +72,13 @@ pub(crate) fn entry_id(seq: Seq) -> Option<String> {
     seq.checked_add(1).map(|ms| format!("{ms}-0"))
 }
 
+/// The seq of stream entry id `<seq + 1>-0`.
+fn entry_seq(id: &str) -> Option<Seq> {
+    id.split_once('-')
+        .and_then(|(ms, _)| ms.parse::<u64>().ok())
+        .and_then(|ms| ms.checked_sub(1))
+}
+
 /// A run's summary from its hash (`None` when the hash is empty: no run).
 pub(crate) fn summary(
     run_id: &RunId,
@@ -113,11 +121,7 @@ pub(crate) fn summary(
 /// An event from its stream entry.
 pub(crate) fn event(run_id: &RunId, entry: &StreamId) -> Result<RunEvent, LogError> {
     const DOING: &str = "reading events";
-    let seq = entry
-        .id
-        .split_once('-')
-        .and_then(|(ms, _)| ms.parse::<u64>().ok())
-        .and_then(|ms| ms.checked_sub(1))
+    let seq = entry_seq(&entry.id)
         .ok_or_else(|| corrupt(DOING, format!("run {run_id} has an entry {:?}", entry.id)))?;
     let ts: u64 = entry
         .get("ts")
@@ -145,33 +149,47 @@ pub(crate) fn body(event: &RunEvent) -> String {
     serde_json::to_string(&event.kind).expect("events serialize")
 }
 
-/// The announcement of an append: the writing node's id, the run, then one
-/// line per event (`seq ts body`).
+/// The announcement of an append (the append script writes the same when
+/// the writer sends none): the writing handle's name, the run, then one
+/// line per event, `<entry id> <ts> <body>`.
 pub(crate) fn announcement(origin: &str, events: &[RunEvent], bodies: &[String]) -> String {
-    let mut text = format!("{origin}\n{}\n", events[0].run_id);
+    use std::fmt::Write;
+    let size = bodies.iter().map(|body| body.len() + 44).sum::<usize>();
+    let mut text = String::with_capacity(origin.len() + 40 + size);
+    let _ = writeln!(text, "{origin}\n{}", events[0].run_id);
     for (event, body) in events.iter().zip(bodies) {
-        text.push_str(&format!("{} {} {body}\n", event.seq, event.ts));
+        let id = event.seq.saturating_add(1);
+        let _ = writeln!(text, "{id}-0 {} {body}", event.ts);
     }
     text
 }
 
-/// An announcement read back: who wrote it and its events; `None` when it
-/// is not one (the channel is public to anyone who can reach Redis).
-pub(crate) fn parse_announcement(text: &str) -> Option<(&str, Vec<RunEvent>)> {
+/// An announcement's writer and run, read without decoding its events:
+/// the listener skips its own and those of runs nobody here follows.
+pub(crate) fn announced_run(text: &str) -> Option<(&str, RunId)> {
     let mut lines = text.lines();
     let origin = lines.next()?;
     let run_id = RunId::parse(lines.next()?).ok()?;
+    Some((origin, run_id))
+}
+
+/// An announcement's events; `None` when it is not one (the channel is
+/// public to anyone who can reach Redis).
+pub(crate) fn parse_announcement(text: &str) -> Option<Vec<RunEvent>> {
+    let mut lines = text.lines();
+    let _origin = lines.next()?;
+    let run_id = RunId::parse(lines.next()?).ok()?;
     let events = lines
         .map(|line| {
-            let (seq, rest) = line.split_once(' ')?;
+            let (id, rest) = line.split_once(' ')?;
             let (ts, body) = rest.split_once(' ')?;
             Some(RunEvent {
                 run_id: run_id.clone(),
-                seq: seq.parse().ok()?,
+                seq: entry_seq(id)?,
                 ts: ts.parse().ok()?,
                 kind: serde_json::from_str(body).ok()?,
             })
         })
         .collect::<Option<Vec<_>>>()?;
-    (!events.is_empty()).then_some((origin, events))
+    (!events.is_empty()).then_some(events)
 }

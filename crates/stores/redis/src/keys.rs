@@ -56,10 +56,10 @@ impl Keys {
         format!("{}finished", self.prefix)
     }
 
-    /// The pub/sub channel on which every append is announced, with its
-    /// events, to the other nodes' live hubs.
-    pub(crate) fn appends_channel(&self) -> String {
-        format!("{}appends", self.prefix)
+    /// The pub/sub channel on which each append to the run is announced,
+    /// with its events, to the nodes that follow the run (`bell.rs`).
+    pub(crate) fn run_channel(&self, run_id: &RunId) -> String {
+        format!("{}appends:{run_id}", self.prefix)
     }
 
     /// The pub/sub channel of cancellation requests between nodes.

@@ -9,9 +9,12 @@
 //! hash, the run index sorted sets. Every append is one Lua script that
 //! checks the run's tail has not moved since the writer checked the events
 //! against it, so writers on several nodes never break a log: exactly one
-//! terminal event wins. Each append is announced on a pub/sub channel with
-//! its events, so a subscriber on node B follows node A's run live
-//! (`bell.rs`); the stream is the truth and fills any gap. [`Node`] holds a
+//! terminal event wins; a writer keeps its runs' tails, so an append is one
+//! round trip. Each append is announced with its events on the run's own
+//! pub/sub channel, to the nodes that follow the run, so a subscriber on
+//! node B follows node A's run live and a node decodes only the runs it
+//! follows (`bell.rs`, `follow.rs`); the stream is the truth and fills any
+//! gap. [`Node`] holds a
 //! node's lease, closes the runs of nodes whose lease lapsed, carries
 //! cancellation between nodes (`node.rs`) and takes the calls busy nodes
 //! offer from the shared queue (`queue.rs`). Redis IO runs on a thread of
@@ -49,6 +52,7 @@
 mod bell;
 mod check;
 mod codec;
+mod follow;
 mod keys;
 mod log;
 mod node;
@@ -67,6 +71,7 @@ use tokio::runtime::Handle;
 use weir_core::{LogTail, RunId};
 use weir_runtime::log::{LiveHub, LogError};
 
+use crate::bell::Bell;
 use crate::keys::Keys;
 
 pub use node::{Node, NodeError, NodeOptions};
@@ -117,17 +122,27 @@ struct Inner {
 /// What the operations need, owned by the IO runtime's tasks.
 pub(crate) struct Core {
     client: redis::Client,
+    /// Which runs this handle follows and writes, for the doorbell.
+    bell: Arc<Bell>,
     conn: ConnectionManager,
     keys: Keys,
     /// This handle's name in announcements, so it skips its own.
     origin: String,
     url: String,
-    /// The tail of each open run this handle appended to last, as it left
-    /// it: the expected tail of its next append. Entries go at the run's
-    /// terminal event, or when the tail proves stale.
-    tails: Mutex<HashMap<RunId, LogTail>>,
+    /// Each open run this handle appended to last, as it left it: the
+    /// expected tail of its next append. Entries go at the run's terminal
+    /// event, or when the tail proves stale.
+    tails: Mutex<HashMap<RunId, Written>>,
     /// The keys of unreadable run records already reported (`check.rs`).
     reported: Mutex<HashSet<String>>,
+}
+
+/// A run this handle writes, as its last append left it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Written {
+    tail: LogTail,
+    /// Whether another node listened on the run's channel then.
+    followed: bool,
 }
 
 impl RedisLog {
@@ -165,9 +180,10 @@ impl RedisLog {
         let keys = Keys::new(&options.prefix);
         let hub = Arc::new(LiveHub::new(options.live_capacity));
         let origin = unique_name();
-        io.spawn(bell::listen_forever(
+        let (bell, listener) = Bell::new();
+        io.spawn(listener.listen_forever(
             client.clone(),
-            keys.appends_channel(),
+            keys.clone(),
             origin.clone(),
             hub.clone(),
         ));
@@ -175,6 +191,7 @@ impl RedisLog {
             inner: Arc::new(Inner {
                 core: Arc::new(Core {
                     client,
+                    bell,
                     conn,
                     keys,
                     origin,
@@ -275,6 +292,10 @@ impl RedisLog {
 
     pub(crate) fn core(&self) -> &Arc<Core> {
         &self.inner.core
+    }
+
+    pub(crate) fn bell(&self) -> &Arc<Bell> {
+        &self.inner.core.bell
     }
 }
 

@@ -15,10 +15,12 @@ use weir_runtime::log::{
     Batch, EventLog, LiveHub, LogError, NewRun, RunFilter, RunSummary, Subscription,
 };
 
+use crate::bell::Writing;
 use crate::check::Kind;
 use crate::codec::{announcement, body, entry_id, event, failed, parse_state, state_name, summary};
+use crate::follow::FollowedLog;
 use crate::scripts;
-use crate::{Core, RedisLog};
+use crate::{Core, RedisLog, Written};
 
 /// How often an append may find that another writer moved the log first
 /// before giving up; each retry re-checks the events against the new tail,
@@ -27,6 +29,18 @@ const MAX_RACES: usize = 32;
 
 /// Runs listed per round trip.
 const LIST_PAGE: isize = 256;
+
+/// One append as the script is asked it.
+struct Appended<'a> {
+    run_id: &'a RunId,
+    events: &'a [RunEvent],
+    bodies: &'a [String],
+    /// The tail it continues; `None`: the run does not exist yet.
+    before: Option<LogTail>,
+    after: LogTail,
+    /// The run its `started` event creates, when `before` is `None`.
+    created: Option<NewRun>,
+}
 
 /// The operations, as they run on the store's IO runtime.
 impl Core {
@@ -71,29 +85,29 @@ impl Core {
         let Some(run_id) = append_target(&events).cloned() else {
             return Ok(());
         };
-        let keys = &self.keys;
         let bodies: Vec<String> = events.iter().map(body).collect();
-        let message = announcement(&self.origin, &events, &bodies);
         for _ in 0..MAX_RACES {
             // The tail this node last wrote saves a round trip; the script
             // checks it, and only a tail read now may refuse the events.
             let cached = self.tails.lock().expect("tails lock").get(&run_id).copied();
-            let fresh = cached.is_none();
             let current = match cached {
-                Some(tail) => Some(tail),
-                None => self.tail(&run_id).await?,
+                Some(written) => Some(written),
+                None => self.tail(&run_id).await?.map(|tail| Written {
+                    tail,
+                    followed: false,
+                }),
             };
             let created = match current {
                 Some(_) => None,
                 None => Some(run_started_by(&events)?),
             };
-            let before = current.unwrap_or(LogTail::EMPTY);
+            let before = current.map_or(LogTail::EMPTY, |written| written.tail);
             if self.stored_already(&run_id, before, &events).await? {
                 return Ok(());
             }
             let after = match before.advance(&run_id, &events) {
                 Ok(after) => after,
-                Err(_) if !fresh => {
+                Err(_) if cached.is_some() => {
                     self.forget_tail(&run_id);
                     continue;
                 }
@@ -105,64 +119,31 @@ impl Core {
                     });
                 }
             };
-            let ts = events.last().expect("not empty").ts;
-            let mut script = scripts::APPEND.prepare_invoke();
-            script
-                .key(keys.run(&run_id))
-                .key(keys.events(&run_id))
-                .key(keys.runs())
-                .key(keys.open())
-                .key(keys.finished())
-                .arg(match current {
-                    Some(tail) => tail.next_seq.to_string(),
-                    None => String::new(),
-                })
-                .arg(after.next_seq)
-                .arg(state_name(after.state))
-                .arg(ts)
-                .arg(match after.state.is_terminal() {
-                    true => ts.to_string(),
-                    false => String::new(),
-                })
-                .arg(keys.appends_channel())
-                .arg(&message);
-            match &created {
-                Some(run) => script
-                    .arg(&run.tool)
-                    .arg(serde_json::to_string(&run.arguments).expect("JSON values serialize"))
-                    .arg(&run.node)
-                    .arg(run.ts),
-                None => script.arg("").arg("").arg("").arg(""),
+            let announce = current.is_some_and(|written| written.followed);
+            let appended = Appended {
+                run_id: &run_id,
+                events: &events,
+                bodies: &bodies,
+                before: current.map(|written| written.tail),
+                after,
+                created,
             };
-            script.arg(run_id.as_str());
-            for (event, body) in events.iter().zip(&bodies) {
-                // `advance` checked the seqs are dense from the tail, which
-                // is below u64::MAX, so each has an entry id.
-                let id = entry_id(event.seq).expect("a seq below the largest");
-                script.arg(id).arg(event.ts).arg(body);
-            }
-            let answer: String = match script.invoke_async(&mut self.conn()).await {
-                Ok(answer) => answer,
-                Err(error) => {
-                    let touched = [
-                        (keys.run(&run_id), Kind::Run),
-                        (keys.events(&run_id), Kind::Events),
-                        (keys.runs(), Kind::RunIndex),
-                        (keys.open(), Kind::OpenIndex),
-                        (keys.finished(), Kind::FinishedIndex),
-                    ];
-                    return Err(self.explained("appending events", error, &touched).await);
+            match self.append_once(&appended, announce).await? {
+                Some(followed) => {
+                    match after.state.is_terminal() {
+                        true => self.drop_tail(&run_id, Writing::Ended),
+                        false => self.remember_tail(
+                            &run_id,
+                            Written {
+                                tail: after,
+                                followed,
+                            },
+                        ),
+                    }
+                    return Ok(());
                 }
-            };
-            if answer == "ok" {
-                let mut tails = self.tails.lock().expect("tails lock");
-                match after.state.is_terminal() {
-                    true => tails.remove(&run_id),
-                    false => tails.insert(run_id.clone(), after),
-                };
-                return Ok(());
+                None => self.forget_tail(&run_id),
             }
-            self.forget_tail(&run_id);
         }
         self.forget_tail(&run_id);
         Err(LogError::Storage {
@@ -170,6 +151,81 @@ impl Core {
             message: format!(
                 "run {run_id} kept changing under this append ({MAX_RACES} tries); retry"
             ),
+        })
+    }
+
+    /// One try of the append script: `None` when another writer moved the
+    /// log first, else whether another node follows the run (then the
+    /// next append brings its announcement along).
+    async fn append_once(
+        &self,
+        appended: &Appended<'_>,
+        announce: bool,
+    ) -> Result<Option<bool>, LogError> {
+        let keys = &self.keys;
+        let run_id = appended.run_id;
+        let events = appended.events;
+        let after = appended.after;
+        let ts = events.last().expect("not empty").ts;
+        let mut script = scripts::APPEND.prepare_invoke();
+        script
+            .key(keys.run(run_id))
+            .key(keys.events(run_id))
+            .key(keys.runs())
+            .key(keys.open())
+            .key(keys.finished())
+            .arg(match appended.before {
+                Some(tail) => tail.next_seq.to_string(),
+                None => String::new(),
+            })
+            .arg(after.next_seq)
+            .arg(state_name(after.state))
+            .arg(ts)
+            .arg(match after.state.is_terminal() {
+                true => ts.to_string(),
+                false => String::new(),
+            })
+            .arg(keys.run_channel(run_id))
+            .arg(&self.origin);
+        match &appended.created {
+            Some(run) => script
+                .arg(&run.tool)
+                .arg(serde_json::to_string(&run.arguments).expect("JSON values serialize"))
+                .arg(&run.node)
+                .arg(run.ts),
+            None => script.arg("").arg("").arg("").arg(""),
+        };
+        script.arg(run_id.as_str());
+        // Built here, on the writer, rather than by the script on the one
+        // Redis all nodes share; only when another node listened last time
+        // (else the script builds it, if anyone listens now).
+        script.arg(match announce {
+            true => announcement(&self.origin, events, appended.bodies),
+            false => String::new(),
+        });
+        for (event, body) in events.iter().zip(appended.bodies) {
+            // `advance` checked the seqs are dense from the tail, which
+            // is below u64::MAX, so each has an entry id.
+            let id = entry_id(event.seq).expect("a seq below the largest");
+            script.arg(id).arg(event.ts).arg(body);
+        }
+        let answer: String = match script.invoke_async(&mut self.conn()).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                let touched = [
+                    (keys.run(run_id), Kind::Run),
+                    (keys.events(run_id), Kind::Events),
+                    (keys.runs(), Kind::RunIndex),
+                    (keys.open(), Kind::OpenIndex),
+                    (keys.finished(), Kind::FinishedIndex),
+                ];
+                return Err(self.explained("appending events", error, &touched).await);
+            }
+        };
+        Ok(match answer.as_str() {
+            "ok" => Some(false),
+            "announced" => Some(true),
+            _ => None,
         })
     }
 
@@ -429,8 +485,35 @@ impl Core {
 }
 
 impl Core {
+    /// Keeps the tail this handle left the run at; while it has one, this
+    /// handle writes the run, and its followers here need no doorbell.
+    fn remember_tail(&self, run_id: &RunId, written: Written) {
+        let new = self
+            .tails
+            .lock()
+            .expect("tails lock")
+            .insert(run_id.clone(), written)
+            .is_none();
+        if new {
+            self.bell.set_writing(run_id, Writing::Started);
+        }
+    }
+
+    /// Forgets the tail: another writer moved the log.
     fn forget_tail(&self, run_id: &RunId) {
-        self.tails.lock().expect("tails lock").remove(run_id);
+        self.drop_tail(run_id, Writing::Stopped);
+    }
+
+    fn drop_tail(&self, run_id: &RunId, why: Writing) {
+        let had = self
+            .tails
+            .lock()
+            .expect("tails lock")
+            .remove(run_id)
+            .is_some();
+        if had {
+            self.bell.set_writing(run_id, why);
+        }
     }
 
     /// Whether `events` are in the log already, exactly: the retry of an
@@ -519,7 +602,8 @@ impl EventLog for RedisLog {
     }
 
     fn subscribe_from(&self, run_id: &RunId, from: Seq) -> Subscription {
-        Subscription::new(Arc::new(self.clone()), run_id.clone(), from)
+        let followed = FollowedLog::new(self.clone(), run_id.clone());
+        Subscription::new(Arc::new(followed), run_id.clone(), from)
     }
 
     async fn resume_record(&self, run_id: &RunId) -> Result<Option<String>, LogError> {

@@ -99,6 +99,73 @@ async fn a_subscriber_on_one_node_follows_another_node_s_appends_live() {
     assert!(subscription.next().await.is_none());
 }
 
+/// How many connections listen on `run`'s announcement channel.
+async fn listeners(log: &RedisLog, run: &weir_core::RunId) -> u64 {
+    let mut conn = redis::Client::open(log.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let channel = format!("{}appends:{run}", log.prefix());
+    let (_, count): (String, u64) = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(&channel)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    count
+}
+
+/// Waits up to a second for `run`'s channel to have `expected` listeners.
+async fn await_listeners(log: &RedisLog, run: &weir_core::RunId, expected: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let count = listeners(log, run).await;
+        if count == expected || Instant::now() > deadline {
+            return count;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_is_sent_the_appends_of_only_the_runs_it_follows_and_another_writes() {
+    let (a, b) = two_nodes();
+    let followed = run_id("followed");
+    let unfollowed = run_id("unfollowed");
+    for run in [&followed, &unfollowed] {
+        a.append(events(run, 0, vec![started("t")]).into())
+            .await
+            .unwrap();
+    }
+    // B follows one run: once caught up, it listens on that run's channel
+    // only, before it waits for live events.
+    let mut on_b = b.subscribe_from(&followed, 0);
+    assert_eq!(on_b.next().await.unwrap().unwrap().seq, 0);
+    let on_b = tokio::spawn(async move {
+        let seq = on_b.next().await.unwrap().unwrap().seq;
+        (seq, on_b)
+    });
+    assert_eq!(await_listeners(&b, &followed, 1).await, 1);
+    assert_eq!(listeners(&b, &unfollowed).await, 0);
+    // A writes the run: its own follower gets A's appends from its hub,
+    // so A does not listen.
+    let mut on_a = a.subscribe_from(&followed, 0);
+    assert_eq!(on_a.next().await.unwrap().unwrap().seq, 0);
+    let on_a = tokio::spawn(async move { on_a.next().await.unwrap().unwrap().seq });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(listeners(&a, &followed).await, 1, "only B listens");
+    a.append(events(&followed, 1, vec![body_event(1, 1)]).into())
+        .await
+        .unwrap();
+    let (seq, on_b) = on_b.await.unwrap();
+    assert_eq!(seq, 1);
+    assert_eq!(on_a.await.unwrap(), 1);
+    // B stops following: nobody listens, and A's appends announce nothing.
+    drop(on_b);
+    assert_eq!(await_listeners(&b, &followed, 0).await, 0);
+}
+
 #[tokio::test]
 async fn a_retried_append_whose_answer_was_lost_is_stored_once() {
     let (a, _) = two_nodes();
