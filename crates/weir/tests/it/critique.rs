@@ -918,6 +918,59 @@ async fn agent_run_offers_weir_tools_and_each_call_is_a_child_run() {
     scene.assert_no_agent_left(&server, Duration::from_secs(5));
 }
 
+/// Issue 25, item 1: the tools Claude Code hands its model from the
+/// in-process server `weir` are this server's, as its tools/list lists
+/// them (`weir tools`): the same description and input schema for each
+/// offered tool, and no other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_run_s_agent_gets_the_offered_tools_as_tools_list_lists_them() {
+    let claude = fake(vec![Turn::text("Seen.")]);
+    let fakes = Fakes {
+        claude,
+        ..Fakes::default()
+    };
+    let scene = Scene::new(&["claude"]);
+    // Claude Code defers MCP tools behind its tool search unless told not
+    // to; told so, it hands the model every tool in the first request.
+    let server = scene.serve(&fakes, &["--critique-env", "ENABLE_TOOL_SEARCH=false"]);
+    let offered = ["critique_status", "roast"];
+    server
+        .result(
+            "agent_run",
+            json!({"cli": "claude", "prompt": "look", "weir_tools": offered}),
+        )
+        .await;
+    let listed = Command::new(WEIR)
+        .args(["tools", "--url", &server.url, "--json"])
+        .output()
+        .expect("run weir tools");
+    let listed: Vec<Value> = serde_json::from_slice(&listed.stdout).expect("weir tools --json");
+    let requests = fakes.claude.as_ref().unwrap().requests();
+    let handed = requests[0].body["tools"]
+        .as_array()
+        .expect("tools in the request");
+    let ours: Vec<&Value> = handed
+        .iter()
+        .filter(|tool| {
+            tool["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("mcp__weir__"))
+        })
+        .collect();
+    let names: Vec<&Value> = handed.iter().map(|tool| &tool["name"]).collect();
+    assert_eq!(ours.len(), offered.len(), "the model got {names:?}");
+    for name in offered {
+        let model = ours
+            .iter()
+            .find(|tool| tool["name"] == format!("mcp__weir__{name}"))
+            .unwrap_or_else(|| panic!("{name} not handed to the model: {ours:#?}"));
+        let real = listed.iter().find(|tool| tool["name"] == name).unwrap();
+        assert_eq!(model["description"], real["description"], "{name}");
+        assert_eq!(model["input_schema"], real["input_schema"], "{name}");
+    }
+    scene.assert_no_agent_left(&server, Duration::from_secs(5));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_run_refuses_weir_tools_the_server_does_not_have() {
     let scene = Scene::new(&["claude"]);
