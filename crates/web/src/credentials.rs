@@ -23,15 +23,15 @@
 //!   every tool. It takes no `tools=` or `packs=` (an admin keeps all).
 //! - `tools=NAME,…` and/or `packs=NAME,…`, optionally, in any order: the
 //!   holder may call these tools and every tool of these packs, and nothing
-//!   else. The packs are `exec`, `codeintel`, `critique`, `llmstxt`, `plan`,
-//!   `runs` (weir's own `runs_*` tools and `get_status`), with
+//!   else. The packs are `exec`, `codeintel`, `critique`, `agents`,
+//!   `llmstxt`, `plan`, `runs` (weir's own `runs_*` tools and `get_status`), with
 //!   `--fixtures`, `fixtures`, and `upstream:NAME` for the tools weir
 //!   serves of each declared upstream server `NAME` (`weir wrap`'s is
 //!   `upstream:wrapped`).
 //! - Neither: every tool **except the agent tools** (`agent_run` and the
 //!   `roast` tools, which start coding-agent CLIs on the server's machine);
 //!   a line grants those only by naming them (`tools=agent_run`) or their
-//!   pack (`packs=critique`).
+//!   packs (`packs=agents`, `packs=critique`).
 //!
 //! A tool a holder may not call is not in its `tools/list`, and calling it
 //! is refused exactly as calling a tool that does not exist (the same
