@@ -528,8 +528,13 @@ fn a_run_of_a_million_events_keeps_a_window_of_rows_and_the_page_responsive() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // A responsive page answers a probe in milliseconds (printed); the
+    // bound is generous for a loaded machine — the page's speed is a
+    // benchmark's to measure — yet fails a page whose main thread the
+    // stream holds for seconds at a time (rendering every row).
+    eprintln!("the slowest of {probes} probes while streaming took {slowest:?}");
     assert!(
-        slowest < Duration::from_secs(1),
+        slowest < Duration::from_secs(5),
         "the page took {slowest:?} to answer (slowest of {probes} probes while streaming)"
     );
     let shown =
@@ -551,8 +556,12 @@ fn a_run_of_a_million_events_keeps_a_window_of_rows_and_the_page_responsive() {
         (450_000..560_000).contains(&first),
         "the middle row is {first}"
     );
+    // Read on demand it is one page away (printed); generous for a loaded
+    // machine, the bound still fails a page that reads the log from the
+    // start to reach the middle (half a million events).
+    eprintln!("the middle of the log showed after {took:?}");
     assert!(
-        took < Duration::from_secs(2),
+        took < Duration::from_secs(5),
         "the middle took {took:?} to show"
     );
     let rows = browser.eval("document.querySelectorAll('#log-window .row').length");

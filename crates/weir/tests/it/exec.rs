@@ -309,10 +309,15 @@ fn python_output_arrives_line_by_line_while_the_program_runs() {
             "{mode}"
         );
         // Each line as it was printed, long before the end: line i is
-        // printed (5 - i) pauses of 0.3 s before the program ends.
+        // printed (5 - i) pauses of 0.3 s before the program ends (checked
+        // below, relative to the end, which buffered output fails). The
+        // first line's own wait is mostly the sandbox's and the
+        // interpreter's start: printed, and bounded generously for a
+        // loaded machine (speed is a benchmark's to measure).
         let first = reply.partials[0].0 - reply.sent;
+        eprintln!("{mode}: first line after {first:?}");
         assert!(
-            first < Duration::from_millis(800),
+            first < Duration::from_secs(5),
             "{mode}: first line after {first:?}"
         );
         for (i, (arrived, _)) in reply.partials.iter().enumerate() {
@@ -840,8 +845,10 @@ fn issue11_a_progress_only_client_sees_each_line_as_progress() {
         expected.extend((2..=5).map(|n| (n as f64, format!("running: step {} of 5", n - 1))));
         assert_eq!(seen, expected, "{mode}");
         // Each as it was printed, long before the result.
+        // The start's wait is bounded generously, as for the lines above;
+        // the check after it is the one buffered output fails.
         let first = reply.progress[0].0 - reply.sent;
-        assert!(first < Duration::from_millis(800), "{mode}: {first:?}");
+        assert!(first < Duration::from_secs(5), "{mode}: {first:?}");
         let before_end = reply.answered - reply.progress[1].0;
         assert!(
             before_end > Duration::from_millis(400),
