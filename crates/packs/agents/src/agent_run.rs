@@ -167,81 +167,88 @@ impl Tool for AgentRun {
             };
             ctx.emit(partial).await?;
         }
-        let Ending {
-            text: streamed,
-            last_message,
-            result,
-            errors,
-            exit,
-        } = session.finish().await;
-        let exit_code = exit.as_ref().and_then(|exit| exit.code);
-        let stderr = exit.map(|exit| exit.stderr_tail).unwrap_or_default();
-        let is_error = result.as_ref().is_none_or(|result| result.is_error)
-            || exit_code.is_some_and(|code| code != 0);
-        let text = result
-            .as_ref()
-            .and_then(|result| result.text.clone())
-            .or(last_message)
-            .unwrap_or(streamed);
-        if is_error {
-            let mut reasons: Vec<String> = Vec::new();
-            if !text.is_empty() && result.as_ref().is_some_and(|result| result.is_error) {
-                reasons.push(text.clone());
-            }
-            reasons.extend(errors);
-            if let Some(code) = exit_code.filter(|code| *code != 0) {
-                reasons.push(format!("exited with code {code}"));
-            }
-            if reasons.is_empty() {
-                let tail = stderr.trim();
-                reasons.push(if tail.is_empty() {
-                    "the agent ended without a result".to_owned()
-                } else {
-                    format!("the agent ended without a result: {tail}")
-                });
-            }
-            return Err(RunError::new(
-                FailureCode::ToolError,
-                format!("{} failed: {}", call.cli, reasons.join("; ")),
-            ));
-        }
-        let result = result.unwrap_or_default();
-        let usage = result.usage.map(|usage| {
-            json!({"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})
-        });
-        let summary = format!(
-            "[{}{}: {} input / {} output tokens{}{}]",
-            call.cli,
-            model
-                .as_deref()
-                .map(|model| format!(" ({model})"))
-                .unwrap_or_default(),
-            result.usage.map_or(0, |usage| usage.input_tokens),
-            result.usage.map_or(0, |usage| usage.output_tokens),
-            result
-                .cost_usd
-                .map(|cost| format!(", ${cost:.4}"))
-                .unwrap_or_default(),
-            result
-                .session_id
-                .as_deref()
-                .map(|id| format!(", session {id}"))
-                .unwrap_or_default(),
-        );
-        Ok(Completed {
-            content: vec![Content::text(summary)],
-            structured: Some(json!({
-                "cli": call.cli,
-                "model": model,
-                "text": text,
-                "is_error": false,
-                "subtype": result.subtype,
-                "usage": usage,
-                "cost_usd": result.cost_usd,
-                "duration_ms": result.duration_ms,
-                "session_id": result.session_id,
-                "exit_code": exit_code,
-            })),
-        })
+        completed(&call.cli, model, session.finish().await)
     }
+}
+
+/// The call's result from how the agent's session ended: its last
+/// message (else all its text) with usage, cost and session id; an
+/// error result, a non-zero exit or no result fails the run, saying why.
+fn completed(cli: &str, model: Option<String>, ending: Ending) -> Result<Completed, RunError> {
+    let Ending {
+        text: streamed,
+        last_message,
+        result,
+        errors,
+        exit,
+    } = ending;
+    let exit_code = exit.as_ref().and_then(|exit| exit.code);
+    let stderr = exit.map(|exit| exit.stderr_tail).unwrap_or_default();
+    let is_error = result.as_ref().is_none_or(|result| result.is_error)
+        || exit_code.is_some_and(|code| code != 0);
+    let text = result
+        .as_ref()
+        .and_then(|result| result.text.clone())
+        .or(last_message)
+        .unwrap_or(streamed);
+    if is_error {
+        let mut reasons: Vec<String> = Vec::new();
+        if !text.is_empty() && result.as_ref().is_some_and(|result| result.is_error) {
+            reasons.push(text.clone());
+        }
+        reasons.extend(errors);
+        if let Some(code) = exit_code.filter(|code| *code != 0) {
+            reasons.push(format!("exited with code {code}"));
+        }
+        if reasons.is_empty() {
+            let tail = stderr.trim();
+            reasons.push(if tail.is_empty() {
+                "the agent ended without a result".to_owned()
+            } else {
+                format!("the agent ended without a result: {tail}")
+            });
+        }
+        return Err(RunError::new(
+            FailureCode::ToolError,
+            format!("{} failed: {}", cli, reasons.join("; ")),
+        ));
+    }
+    let result = result.unwrap_or_default();
+    let usage = result.usage.map(
+        |usage| json!({"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}),
+    );
+    let summary = format!(
+        "[{}{}: {} input / {} output tokens{}{}]",
+        cli,
+        model
+            .as_deref()
+            .map(|model| format!(" ({model})"))
+            .unwrap_or_default(),
+        result.usage.map_or(0, |usage| usage.input_tokens),
+        result.usage.map_or(0, |usage| usage.output_tokens),
+        result
+            .cost_usd
+            .map(|cost| format!(", ${cost:.4}"))
+            .unwrap_or_default(),
+        result
+            .session_id
+            .as_deref()
+            .map(|id| format!(", session {id}"))
+            .unwrap_or_default(),
+    );
+    Ok(Completed {
+        content: vec![Content::text(summary)],
+        structured: Some(json!({
+            "cli": cli,
+            "model": model,
+            "text": text,
+            "is_error": false,
+            "subtype": result.subtype,
+            "usage": usage,
+            "cost_usd": result.cost_usd,
+            "duration_ms": result.duration_ms,
+            "session_id": result.session_id,
+            "exit_code": exit_code,
+        })),
+    })
 }
