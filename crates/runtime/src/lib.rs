@@ -92,7 +92,7 @@ pub use in_process::{InProcessServer, InProcessSession};
 pub use input::{AskError, DEFAULT_ASK_TIMEOUT, InputKind, InputRequest};
 pub use log::{EventLog, LogError, MemoryLog, SharedEvent, Subscription};
 pub use principal::Principal;
-pub use roots::{Roots, RootsError, open_beneath};
+pub use roots::{PrivatePaths, Roots, RootsError, open_beneath};
 pub use scheduler::{
     Offer, Peers, RunHandle, RunOptions, Scheduler, SchedulerConfig, StartError, SubmitError,
     recover_interrupted,

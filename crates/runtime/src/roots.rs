@@ -167,6 +167,66 @@ impl Roots {
             .collect::<Vec<_>>()
             .join(", ")
     }
+
+    /// `named`, a call's argument `field`, [resolved](Roots::resolve): a
+    /// path that does not exist, or lies outside the roots, is refused as
+    /// invalid arguments naming the field and what would be accepted.
+    pub fn resolve_argument(&self, field: &str, named: &str) -> Result<PathBuf, RunError> {
+        self.resolve(named).map_err(|error| match error {
+            RootsError::NotFound { .. } | RootsError::Empty => crate::kit::invalid(format!(
+                "{field} {named} does not exist on the server (a path inside {}: absolute, or relative to {})",
+                self.describe(),
+                self.dirs[0].display()
+            )),
+            other => {
+                let mut error = RunError::from(other);
+                error.message = format!("{field}: {}", error.message);
+                error
+            }
+        })
+    }
+}
+
+/// Paths no program a tool starts may work in or above (weir's data
+/// directory, its tokens file): a program reads what is under its working
+/// directory without asking.
+#[derive(Clone, Debug, Default)]
+pub struct PrivatePaths(Vec<PathBuf>);
+
+impl PrivatePaths {
+    /// `paths`, each resolved as working directories are (through every
+    /// symlink, where it exists), so that a symlink in either does not
+    /// hide one inside the other.
+    pub fn new(paths: &[PathBuf]) -> PrivatePaths {
+        let resolve = |path: &PathBuf| {
+            std::fs::canonicalize(path)
+                .unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.clone()))
+        };
+        PrivatePaths(paths.iter().map(resolve).collect())
+    }
+
+    /// Refuses `dir` (a resolved working directory, named in messages by
+    /// `what`) when it is, lies inside, or holds one of the paths.
+    pub fn check(&self, what: &str, dir: &Path) -> Result<(), RunError> {
+        let Some(private) = self
+            .0
+            .iter()
+            .find(|private| dir.starts_with(private) || private.starts_with(dir))
+        else {
+            return Ok(());
+        };
+        Err(RunError::new(
+            FailureCode::InvalidArguments,
+            format!(
+                "{what}: an agent working in {} could read {}, which holds this server's own data or credentials",
+                dir.display(),
+                private.display()
+            ),
+        )
+        .with_remediation(
+            "name a directory that neither holds nor lies inside it (the operator can keep weir's data directory and tokens file outside the --root directories)",
+        ))
+    }
 }
 
 /// Opens `relative` (a path inside `dir`, which should be canonical) for

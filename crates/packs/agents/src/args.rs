@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use weir_core::RunError;
+use weir_runtime::Roots;
 use weir_runtime::kit::{self, invalid};
-use weir_runtime::{Roots, RootsError};
 
 /// Largest `prompt`, in bytes.
 pub(crate) const MAX_PROMPT_BYTES: usize = 1 << 20;
@@ -16,25 +16,6 @@ pub(crate) const MAX_PROMPT_BYTES: usize = 1 << 20;
 const MODEL_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$";
 /// The CLIs `cli` may name.
 pub(crate) const KNOWN_CLIS: &[&str] = &["claude", "codex", "gemini"];
-
-/// `named` (the argument `field`), resolved inside one of `roots`: a path
-/// the agent may work in. Anything else is refused, naming the field.
-fn in_roots(field: &str, named: &str, roots: &Roots) -> Result<PathBuf, RunError> {
-    roots.resolve(named).map_err(|error| {
-        let relative_to = roots.dirs()[0].display();
-        match error {
-            RootsError::NotFound { .. } | RootsError::Empty => invalid(format!(
-                "{field} {named} does not exist on the server (a path inside {}: absolute, or relative to {relative_to})",
-                roots.describe()
-            )),
-            other => {
-                let mut error = RunError::from(other);
-                error.message = format!("{field}: {}", error.message);
-                error
-            }
-        }
-    })
-}
 
 /// `agent_run`'s arguments.
 #[derive(Debug, Deserialize)]
@@ -79,7 +60,7 @@ impl AgentRunArgs {
                 .map_err(|error| invalid(format!("model: {error}")))?;
         }
         if let Some(cwd) = &args.cwd {
-            let dir = in_roots("cwd", cwd, roots)?;
+            let dir = roots.resolve_argument("cwd", cwd)?;
             if !dir.is_dir() {
                 return Err(invalid(format!(
                     "cwd {cwd} is not a directory on the server"

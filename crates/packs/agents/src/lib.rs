@@ -49,8 +49,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir_core::{FailureCode, RunError};
-use weir_runtime::{InProcessServer, Pack, Roots, RootsError, Tool};
+use weir_core::RunError;
+use weir_runtime::{InProcessServer, Pack, PrivatePaths, Roots, RootsError, Tool};
 
 /// How messages name the directory the agent works in when its call names
 /// none.
@@ -108,7 +108,7 @@ pub(crate) struct Shared {
     /// resolved inside `roots`.
     pub(crate) work_dir: PathBuf,
     /// `private`, each resolved where it exists.
-    private: Vec<PathBuf>,
+    private: PrivatePaths,
     /// What serves `weir_tools` to the agent; `None`: nothing does.
     pub(crate) in_process: Option<Arc<dyn InProcessServer>>,
 }
@@ -118,24 +118,7 @@ impl Shared {
     /// `what`: its argument, or [`DEFAULT_DIR`]) when it is, lies inside,
     /// or holds one of the private paths.
     pub(crate) fn check_work_dir(&self, what: &str, dir: &Path) -> Result<(), RunError> {
-        let Some(private) = self
-            .private
-            .iter()
-            .find(|private| dir.starts_with(private) || private.starts_with(dir))
-        else {
-            return Ok(());
-        };
-        Err(RunError::new(
-            FailureCode::InvalidArguments,
-            format!(
-                "{what}: an agent working in {} could read {}, which holds this server's own data or credentials",
-                dir.display(),
-                private.display()
-            ),
-        )
-        .with_remediation(
-            "name a directory that neither holds nor lies inside it (the operator can keep weir's data directory and tokens file outside the --root directories)",
-        ))
+        self.private.check(what, dir)
     }
 }
 
@@ -203,16 +186,7 @@ impl AgentsPack {
         let work_dir = roots
             .resolve(&config.work_dir.to_string_lossy())
             .map_err(work_dir_error)?;
-        // Resolved as the working directories are, so that a symlink in
-        // either path does not hide one inside the other.
-        let private = config
-            .private
-            .iter()
-            .map(|path| {
-                std::fs::canonicalize(path)
-                    .unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.clone()))
-            })
-            .collect();
+        let private = PrivatePaths::new(&config.private);
         Ok(AgentsPack {
             shared: Arc::new(Shared {
                 config,

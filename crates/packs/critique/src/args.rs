@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use weir_core::RunError;
-use weir_runtime::{Roots, RootsError, kit};
+use weir_runtime::{Roots, kit};
 
 use crate::paging::Cursor;
 
@@ -20,25 +20,6 @@ pub(crate) const MODEL_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$";
 pub(crate) const KNOWN_CLIS: &[&str] = &["claude", "codex", "gemini"];
 
 pub(crate) use weir_runtime::kit::invalid;
-
-/// `named` (the argument `field`), resolved inside one of `roots`: a path
-/// the agents may work in. Anything else is refused, naming the field.
-pub(crate) fn in_roots(field: &str, named: &str, roots: &Roots) -> Result<PathBuf, RunError> {
-    roots.resolve(named).map_err(|error| {
-        let relative_to = roots.dirs()[0].display();
-        match error {
-            RootsError::NotFound { .. } | RootsError::Empty => invalid(format!(
-                "{field} {named} does not exist on the server (a path inside {}: absolute, or relative to {relative_to})",
-                roots.describe()
-            )),
-            other => {
-                let mut error = RunError::from(other);
-                error.message = format!("{field}: {}", error.message);
-                error
-            }
-        }
-    })
-}
 
 /// `model` (the argument `field`), checked to be a model name that cannot
 /// be read as a flag on the agent's command line.
@@ -294,7 +275,7 @@ pub(crate) fn parse(arguments: Value, defaults: &Defaults<'_>) -> Result<Request
     }
     let target = match &args.target {
         Some(target) if target.trim().is_empty() => return Err(invalid("target is empty")),
-        Some(target) => Some(in_roots("target", target, defaults.roots)?),
+        Some(target) => Some(defaults.roots.resolve_argument("target", target)?),
         None => None,
     };
     let clis = args.clis.unwrap_or_else(|| defaults.clis.to_vec());

@@ -89,8 +89,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weir_core::{BreakerConfig, BreakerSnapshot, CircuitBreaker, FailureCode, RunError};
-use weir_runtime::{Pack, Roots, RootsError, Tool};
+use weir_core::{BreakerConfig, BreakerSnapshot, CircuitBreaker, RunError};
+use weir_runtime::{Pack, PrivatePaths, Roots, RootsError, Tool};
 
 use crate::cache::TtlCache;
 use crate::report::Report;
@@ -173,7 +173,7 @@ pub(crate) struct Shared {
     /// resolved inside `roots`.
     pub(crate) work_dir: PathBuf,
     /// `private`, each resolved where it exists.
-    pub(crate) private: Vec<PathBuf>,
+    pub(crate) private: PrivatePaths,
     /// Per CLI: its breaker and the last failure, for the breaker's message.
     pub(crate) breakers: Mutex<HashMap<String, (CircuitBreaker, Option<String>)>>,
     /// Finished critiques by the hash of their arguments.
@@ -207,24 +207,7 @@ impl Shared {
     /// `what`: its argument, or [`DEFAULT_DIR`]) when it is, lies inside,
     /// or holds one of the private paths.
     pub(crate) fn check_work_dir(&self, what: &str, dir: &Path) -> Result<(), RunError> {
-        let Some(private) = self
-            .private
-            .iter()
-            .find(|private| dir.starts_with(private) || private.starts_with(dir))
-        else {
-            return Ok(());
-        };
-        Err(RunError::new(
-            FailureCode::InvalidArguments,
-            format!(
-                "{what}: an agent working in {} could read {}, which holds this server's own data or credentials",
-                dir.display(),
-                private.display()
-            ),
-        )
-        .with_remediation(
-            "name a directory that neither holds nor lies inside it (the operator can keep weir's data directory and tokens file outside the --root directories)",
-        ))
+        self.private.check(what, dir)
     }
 
     pub(crate) fn breaker_snapshot(&self, cli: &str) -> BreakerSnapshot {
@@ -298,16 +281,7 @@ impl CritiquePack {
         let work_dir = roots
             .resolve(&config.work_dir.to_string_lossy())
             .map_err(work_dir_error)?;
-        // Resolved as the working directories are, so that a symlink in
-        // either path does not hide one inside the other.
-        let private = config
-            .private
-            .iter()
-            .map(|path| {
-                std::fs::canonicalize(path)
-                    .unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.clone()))
-            })
-            .collect();
+        let private = PrivatePaths::new(&config.private);
         let ttl = u64::try_from(config.cache_ttl.as_millis()).unwrap_or(u64::MAX);
         let entries = config.cache_entries;
         Ok(CritiquePack {
