@@ -55,6 +55,7 @@ mod sec_llmstxt;
 #[cfg(feature = "plan")]
 mod sec_plan;
 mod sec_scopes;
+mod sse_body; // weir-core's SSE parser over the bodies tests read
 
 // Issue 24, findings 5 and 9: the tool list's hints, choice and size.
 mod tool_list;

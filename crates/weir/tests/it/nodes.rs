@@ -309,18 +309,20 @@ impl Node {
             "",
         );
         assert_eq!(status, 200, "{head}\n{body}");
-        let mut events = Vec::new();
-        let mut id = None;
-        for line in body.lines() {
-            if let Some(value) = line.strip_prefix("id:") {
-                id = value.trim().parse().ok();
-            } else if let Some(data) = line.strip_prefix("data:")
-                && let Some(seq) = id.take()
-            {
-                events.push((seq, serde_json::from_str(data.trim()).unwrap()));
-            }
-        }
-        events
+        // Run events carry their seq as the SSE id; `end` and `heartbeat`
+        // carry none of their own (an id persists from the event before).
+        crate::sse_body::events(&body)
+            .into_iter()
+            .filter(|event| !matches!(event.event.as_deref(), Some("end" | "heartbeat")))
+            .map(|event| {
+                let seq = event.id.as_deref().and_then(|id| id.parse().ok());
+                let seq = seq.unwrap_or_else(|| panic!("an event without a seq id: {event:?}"));
+                let value: Value = serde_json::from_str(&event.data).unwrap();
+                // Its own id, not one persisting from before (a read failure's).
+                assert_eq!(value["seq"], seq, "{event:?}");
+                (seq, value)
+            })
+            .collect()
     }
 }
 

@@ -236,13 +236,7 @@ impl Answer {
     /// The JSON-RPC message: the body, or the last `data:` of an SSE body.
     fn message(&self) -> Value {
         let data = if self.head.contains("text/event-stream") {
-            self.body
-                .lines()
-                .rev()
-                .find_map(|line| line.strip_prefix("data:"))
-                .unwrap_or_default()
-                .trim()
-                .to_owned()
+            crate::sse_body::last_data(&self.body).unwrap_or_default()
         } else {
             self.body.clone()
         };

@@ -151,12 +151,8 @@ fn call(addr: &str, tool: &str, arguments: Value) -> Value {
         &body.to_string(),
     );
     // The body, or the last `data:` of an SSE body.
-    let data = text
-        .lines()
-        .rev()
-        .find_map(|line| line.strip_prefix("data:"))
-        .map_or(text.as_str(), str::trim);
-    serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {text}"))
+    let data = crate::sse_body::last_data(&text).unwrap_or_else(|| text.clone());
+    serde_json::from_str(data.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 /// One request on its own connection; the body of the whole answer

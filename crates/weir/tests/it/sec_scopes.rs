@@ -173,12 +173,7 @@ fn message(answer: &str) -> Value {
         body.to_owned()
     };
     let data = if head.contains("text/event-stream") {
-        body.lines()
-            .rev()
-            .find_map(|line| line.strip_prefix("data:"))
-            .unwrap_or_default()
-            .trim()
-            .to_owned()
+        crate::sse_body::last_data(&body).unwrap_or_default()
     } else {
         body
     };

@@ -899,11 +899,7 @@ fn http_request(addr: &str, token: &str, method: &str, params: Value) -> Value {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-    let data = body
-        .lines()
-        .rev()
-        .find_map(|line| line.strip_prefix("data:"))
-        .unwrap_or(body);
+    let data = crate::sse_body::last_data(body).unwrap_or_else(|| body.to_owned());
     serde_json::from_str(data.trim()).unwrap_or_else(|e| panic!("{e}: {answer}"))
 }
 
@@ -1159,11 +1155,7 @@ fn session_request(
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let data = body
-        .lines()
-        .rev()
-        .find_map(|line| line.strip_prefix("data:"))
-        .unwrap_or(body);
+    let data = crate::sse_body::last_data(body).unwrap_or_else(|| body.to_owned());
     let message = serde_json::from_str(data.trim()).unwrap_or_else(|e| panic!("{e}: {answer}"));
     (head.to_owned(), message)
 }
