@@ -3,7 +3,9 @@ fixture per setup, followed by a plain SSE client on every node at once.
 
 Setups: SQLite (one node, the default store), Redis with one node, Redis
 with three nodes (the run executes on the first; the followers read it from
-all three). For each:
+all three). Several binaries (`--weir LABEL=PATH`, repeated) are measured
+in one go, interleaved round by round (`--reps`), each round on fresh nodes
+and a fresh Redis; the table shows medians. For each setup:
 
 - appended/s: the run's events over its own span (started to terminal, the
   timestamps the run writer stamps), i.e. how fast the store took them;
@@ -126,6 +128,40 @@ def follow(addr, run_id, last_event_id=None, first_only=False):
     return events, first, time.perf_counter() - began
 
 
+TERMINAL = (b"event: done", b"event: error", b"event: end")
+
+
+def follow_counting(addr, run_id):
+    """Reads the run's SSE to its end over a raw socket in large reads,
+    counting events without parsing lines or HTTP chunks, so that the
+    client's CPU stays small beside the nodes' (http.client spends about
+    2.5 us per event on chunk framing alone): (events, None, seconds to end).
+    Every event has one `data:` line; heartbeats are not counted; the
+    stream must end with a terminal event, and `measure` checks the count
+    against the run's."""
+    host, port = addr.split(":")
+    began = time.perf_counter()
+    with socket.create_connection((host, int(port)), timeout=300) as conn:
+        conn.sendall(f"GET /runs/{run_id}/events HTTP/1.1\r\nHost: {addr}\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        events, heartbeats, carry, last_event = 0, 0, b"", b""
+        while True:
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                break
+            text = carry + chunk
+            # A marker split between reads is counted once, in the read that completes it.
+            events += text.count(b"\ndata:") - carry.count(b"\ndata:")
+            heartbeats += text.count(b"event: heartbeat") - carry.count(b"event: heartbeat")
+            at = text.rfind(b"event: ")
+            if at >= 0:
+                last_event = text[at:at + 32]
+            carry = text[-32:]
+    if not last_event.startswith(TERMINAL):
+        raise SystemExit(f"the stream of {run_id} on {addr} ended without a terminal event")
+    return events - heartbeats, None, time.perf_counter() - began
+
+
 def measure(label, weir, nodes, count, size):
     addrs = [addr for _, addr in nodes]
     found = {}
@@ -134,7 +170,7 @@ def measure(label, weir, nodes, count, size):
 
     def follower(i):
         ready.wait()
-        found[i] = follow(addrs[i], run_id_box[0])
+        found[i] = follow_counting(addrs[i], run_id_box[0])
 
     threads = [threading.Thread(target=follower, args=(i,)) for i in range(len(addrs))]
     for thread in threads:
@@ -149,6 +185,9 @@ def measure(label, weir, nodes, count, size):
     span_ms = max(1, run["finished_ts"] - run["created_ts"])
     events = run["events"]
     delivered = [found[i][0] / wall for i in found]
+    short = [found[i][0] for i in found if found[i][0] != events]
+    if short:
+        raise SystemExit(f"{label}: a follower got {short} events of {events}")
     resumes = []
     for _ in range(20):
         _, first, _ = follow(addrs[-1], run_id_box[0], last_event_id=events // 2, first_only=True)
@@ -164,54 +203,108 @@ def measure(label, weir, nodes, count, size):
     return row
 
 
+def binaries(specs):
+    """`--weir` values: `LABEL=PATH` or a bare path (labelled by itself)."""
+    found = []
+    for spec in specs:
+        label, _, path = spec.rpartition("=")
+        found.append((label or path, path))
+    return found
+
+
+def one_rep(label, weir, tmp, count, size):
+    """The three setups for one binary, each on fresh nodes and a fresh Redis."""
+    rows = []
+    children = []
+    try:
+        node = start_node(weir, os.path.join(tmp, "sqlite"))
+        children.append(node[0])
+        rows.append(measure("SQLite", weir, [node], count, size))
+        node[0].kill()
+        redis, url = start_redis(tmp)
+        children.append(redis)
+        one = [start_node(weir, os.path.join(tmp, "r1"), url, "solo")]
+        children += [c for c, _ in one]
+        rows.append(measure("Redis, 1 node", weir, one, count, size))
+        for c, _ in one:
+            c.kill()
+        three = [start_node(weir, os.path.join(tmp, f"r3{n}"), url, n) for n in "abc"]
+        children += [c for c, _ in three]
+        rows.append(measure("Redis, 3 nodes", weir, three, count, size))
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+    for row in rows:
+        row["binary"] = label
+    return rows
+
+
+def summarize(rows):
+    """Median (and range) over the reps of each binary's setups, in run order."""
+    groups = {}
+    for row in rows:
+        groups.setdefault((row["binary"], row["setup"]), []).append(row)
+    table = []
+    for (binary, setup), reps in groups.items():
+        appended = [r["appended_per_s"] for r in reps]
+        table.append({
+            "binary": binary, "setup": setup, "nodes": reps[0]["nodes"],
+            "events": reps[0]["events"], "reps": len(reps),
+            "appended_per_s": statistics.median(appended),
+            "appended_min": min(appended), "appended_max": max(appended),
+            "delivered_per_s_slowest": statistics.median(r["delivered_per_s_slowest"] for r in reps),
+            "resume_ms_median": statistics.median(r["resume_ms_median"] for r in reps),
+            "resume_ms_max": max(r["resume_ms_median"] for r in reps),
+        })
+    return table
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--weir", required=True)
+    parser.add_argument("--weir", required=True, action="append",
+                        help="LABEL=PATH or PATH; give it again to compare binaries in one run")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--reps", type=int, default=1,
+                        help="rounds; each runs every binary's setups once, binaries interleaved")
     args = parser.parse_args()
     count = 5_000 if args.quick else 50_000
     size = 64
+    weirs = binaries(args.weir)
+    load_before = open("/proc/loadavg").read().split()[:3]
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        children = []
-        try:
-            node = start_node(args.weir, os.path.join(tmp, "sqlite"))
-            children.append(node[0])
-            rows.append(measure("SQLite", args.weir, [node], count, size))
-            node[0].kill()
-            redis, url = start_redis(os.path.join(tmp))
-            children.append(redis)
-            one = [start_node(args.weir, os.path.join(tmp, "r1"), url, "solo")]
-            children += [c for c, _ in one]
-            rows.append(measure("Redis, 1 node", args.weir, one, count, size))
-            for c, _ in one:
-                c.kill()
-            three = [start_node(args.weir, os.path.join(tmp, f"r3{n}"), url, n) for n in "abc"]
-            children += [c for c, _ in three]
-            rows.append(measure("Redis, 3 nodes", args.weir, three, count, size))
-        finally:
-            for child in children:
-                child.kill()
-                child.wait()
+    for rep in range(args.reps):
+        for label, weir in weirs:
+            print(f"== round {rep + 1}/{args.reps}: {label}", file=sys.stderr)
+            with tempfile.TemporaryDirectory() as tmp:
+                rows += one_rep(label, weir, tmp, count, size)
+    load_after = open("/proc/loadavg").read().split()[:3]
+    table = summarize(rows)
     lines = [
-        f"{count:,} items of {size} B through the `stream` fixture; every node follows the run over SSE.",
+        f"{count:,} items of {size} B through the `stream` fixture; every node follows the run over SSE; "
+        f"median of {args.reps} round(s), binaries interleaved; load average {' '.join(load_before)} "
+        f"before, {' '.join(load_after)} after.",
         "",
-        "| store | nodes | events | appended/s | delivered/s (slowest follower) | resume (median ms) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| binary | store | nodes | events | appended/s (min–max) | delivered/s (slowest follower) | resume (median ms) |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for row in rows:
+    for row in table:
+        spread = (f" ({row['appended_min']:,.0f}–{row['appended_max']:,.0f})"
+                  if row["reps"] > 1 else "")
         lines.append(
-            f"| {row['setup']} | {row['nodes']} | {row['events']:,} | {row['appended_per_s']:,.0f} "
+            f"| {row['binary']} | {row['setup']} | {row['nodes']} | {row['events']:,} "
+            f"| {row['appended_per_s']:,.0f}{spread} "
             f"| {row['delivered_per_s_slowest']:,.0f} | {row['resume_ms_median']:.1f} |")
-    table = "\n".join(lines)
-    print(table)
+    text = "\n".join(lines)
+    print(text)
     results = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
     os.makedirs(results, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     with open(os.path.join(results, f"{stamp}.md"), "w") as f:
-        f.write(table + "\n")
+        f.write(text + "\n")
     with open(os.path.join(results, f"{stamp}.json"), "w") as f:
-        json.dump({"weir": args.weir, "rows": rows}, f, indent=1)
+        json.dump({"weir": dict(weirs), "reps": args.reps, "load_before": load_before,
+                   "load_after": load_after, "table": table, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
