@@ -334,8 +334,11 @@ struct Sse {
     status: u16,
     head: String,
     chunked: bool,
-    /// Body text read and not yet handed out as messages.
+    /// Body text read and not yet parsed (all of it, for [`Sse::rest`]).
     body: String,
+    /// weir-core's parser, and the events it gave not yet handed out.
+    parser: weir_core::sse::SseParser,
+    events: std::collections::VecDeque<weir_core::sse::SseEvent>,
     ended: bool,
 }
 
@@ -379,6 +382,8 @@ impl Sse {
             head,
             chunked,
             body: String::new(),
+            parser: weir_core::sse::SseParser::new(usize::MAX),
+            events: std::collections::VecDeque::new(),
             ended: false,
         }
     }
@@ -387,26 +392,16 @@ impl Sse {
     /// ends.
     fn next(&mut self) -> Option<(Option<String>, Value)> {
         loop {
-            if let Some(end) = self.body.find("\n\n") {
-                let message: String = self.body.drain(..end + 2).collect();
-                let mut id = None;
-                let mut data = None;
-                for line in message.lines() {
-                    if let Some(value) = line.strip_prefix("id:") {
-                        id = Some(value.trim().to_owned());
-                    } else if let Some(value) = line.strip_prefix("data:") {
-                        data = Some(serde_json::from_str(value.trim()).unwrap());
-                    }
-                }
-                if let Some(data) = data {
-                    return Some((id, data));
-                }
-                continue;
+            if let Some(event) = self.events.pop_front() {
+                return Some((event.id, serde_json::from_str(&event.data).unwrap()));
             }
             if self.ended {
                 return None;
             }
             self.read_more();
+            let text = std::mem::take(&mut self.body);
+            let events = self.parser.push(text.as_bytes()).expect("no bound");
+            self.events.extend(events);
         }
     }
 
