@@ -230,17 +230,16 @@ pub fn run(options: &Options, server: &Server, fd_limit: u64) -> Result<Report, 
     let rss_idle_kib = server.rss_kib();
     let setup = Instant::now();
     let mut pool = Pool::connect(port, options.calls)?;
+    eprintln!(
+        "    {} connections open in {:.1} s",
+        pool.len(),
+        setup.elapsed().as_secs_f64()
+    );
     let sessions = open_sessions(&mut pool, options.era)?;
     let setup_s = setup.elapsed().as_secs_f64();
-    eprintln!(
-        "    {} connections{} in {setup_s:.1} s",
-        pool.len(),
-        if sessions.iter().any(Option::is_some) {
-            ", each initialized into its own session,"
-        } else {
-            ""
-        }
-    );
+    if sessions.iter().any(Option::is_some) {
+        eprintln!("    each initialized into its own session; set up in {setup_s:.1} s");
+    }
 
     let mut outcomes = vec![Outcome::default(); options.calls];
     let (cpu0, own0) = (server.cpu_ns(), crate::server::own_cpu_ns());
