@@ -326,24 +326,12 @@ impl Answer {
         }
     }
 
-    /// The SSE events of the body: `(event name, id, data)`.
+    /// The SSE events of the body (read with weir-core's parser): `(event
+    /// name, last event id, data)`.
     fn events(&self) -> Vec<(String, Option<String>, String)> {
-        self.body
-            .split("\n\n")
-            .filter(|block| !block.trim().is_empty())
-            .map(|block| {
-                let field = |name: &str| {
-                    block
-                        .lines()
-                        .find_map(|line| line.strip_prefix(name))
-                        .map(|value| value.trim_start().to_owned())
-                };
-                (
-                    field("event:").unwrap_or_default(),
-                    field("id:"),
-                    field("data:").unwrap_or_default(),
-                )
-            })
+        crate::sse_body::events(&self.body)
+            .into_iter()
+            .map(|event| (event.event.unwrap_or_default(), event.id, event.data))
             .collect()
     }
 

@@ -178,10 +178,13 @@ struct Exchange {
     /// The head, once it has come, and where the body starts in `raw`.
     head: Option<(String, usize)>,
     /// The body so far, de-chunked; how much of `raw` it has taken; how
-    /// much of it has been handed out as messages.
+    /// much of it has been handed out as messages (to weir-core's SSE
+    /// parser, for a stream, whose events wait in `events`).
     body: String,
     taken: usize,
     handed: usize,
+    parser: weir_core::sse::SseParser,
+    events: std::collections::VecDeque<weir_core::sse::SseEvent>,
     ended: bool,
 }
 
@@ -212,6 +215,8 @@ impl Exchange {
             body: String::new(),
             taken: 0,
             handed: 0,
+            parser: weir_core::sse::SseParser::new(usize::MAX),
+            events: std::collections::VecDeque::new(),
             ended: false,
         }
     }
@@ -313,21 +318,17 @@ impl Exchange {
         let deadline = Instant::now() + PATIENCE;
         let sse = self.head().contains("text/event-stream");
         loop {
-            let rest = &self.body[self.handed..];
-            if sse && let Some(end) = rest.find("\n\n") {
-                let block = rest[..end].to_owned();
-                self.handed += end + 2;
-                let field = |name: &str| {
-                    block
-                        .lines()
-                        .find_map(|line| line.strip_prefix(name))
-                        .map(|value| value.trim_start().to_owned())
-                };
-                match field("data:") {
-                    Some(data) if !data.is_empty() => {
-                        return Some((field("id:"), serde_json::from_str(&data).unwrap()));
+            if sse {
+                let rest = &self.body[self.handed..];
+                let events = self.parser.push(rest.as_bytes()).expect("no bound");
+                self.handed = self.body.len();
+                self.events.extend(events);
+                // An event without data (a priming event) is no message.
+                if let Some(event) = self.events.pop_front() {
+                    if event.data.is_empty() {
+                        continue;
                     }
-                    _ => continue,
+                    return Some((event.id, serde_json::from_str(&event.data).unwrap()));
                 }
             }
             if self.ended {
