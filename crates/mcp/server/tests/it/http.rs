@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use serde_json::{Value, json};
+use weir_core::sse::{SseEvent, SseParser};
 use weir_runtime::{EventLog, MemoryLog};
 use weir_web::GuardOptions as HttpOptions;
 
@@ -27,18 +28,11 @@ async fn start(options: HttpOptions) -> (String, Arc<dyn EventLog>) {
     (format!("http://{}", address.await.unwrap()), log)
 }
 
-/// One SSE event.
-#[derive(Debug, Default, Clone)]
-struct SseEvent {
-    id: Option<String>,
-    event: Option<String>,
-    data: String,
-}
-
-/// Reads SSE events from a response body.
+/// Reads SSE events from a response body, with weir-core's parser.
 struct SseReader {
     body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
-    buffer: String,
+    parser: SseParser,
+    events: std::collections::VecDeque<SseEvent>,
 }
 
 impl SseReader {
@@ -49,33 +43,19 @@ impl SseReader {
             .boxed();
         SseReader {
             body,
-            buffer: String::new(),
+            parser: SseParser::new(usize::MAX),
+            events: std::collections::VecDeque::new(),
         }
     }
 
     async fn next(&mut self) -> Option<SseEvent> {
         loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let mut event = SseEvent::default();
-                let mut data = Vec::new();
-                for line in block.lines() {
-                    if let Some(value) = line.strip_prefix("id:") {
-                        event.id = Some(value.trim_start().to_owned());
-                    } else if let Some(value) = line.strip_prefix("event:") {
-                        event.event = Some(value.trim_start().to_owned());
-                    } else if let Some(value) = line.strip_prefix("data:") {
-                        data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
-                    }
-                }
-                if data.is_empty() && event.id.is_none() {
-                    continue; // a comment (keep-alive)
-                }
-                event.data = data.join("\n");
+            if let Some(event) = self.events.pop_front() {
                 return Some(event);
             }
             let chunk = self.body.next().await?.ok()?;
-            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+            let events = self.parser.push(&chunk).expect("no bound");
+            self.events.extend(events);
         }
     }
 }

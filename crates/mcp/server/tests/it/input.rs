@@ -259,7 +259,9 @@ impl Session {
 /// A response's SSE stream: `(id, message)` at a time.
 struct Sse {
     body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
-    buffer: String,
+    /// weir-core's parser, and the events it gave not yet handed out.
+    parser: weir_core::sse::SseParser,
+    events: std::collections::VecDeque<weir_core::sse::SseEvent>,
 }
 
 impl Sse {
@@ -271,7 +273,8 @@ impl Sse {
             .boxed();
         Sse {
             body,
-            buffer: String::new(),
+            parser: weir_core::sse::SseParser::new(usize::MAX),
+            events: std::collections::VecDeque::new(),
         }
     }
 
@@ -279,21 +282,12 @@ impl Sse {
     async fn next(&mut self) -> (Option<String>, Value) {
         let read = async {
             loop {
-                if let Some(end) = self.buffer.find("\n\n") {
-                    let block: String = self.buffer.drain(..end + 2).collect();
-                    let field = |name: &str| {
-                        block
-                            .lines()
-                            .find_map(|line| line.strip_prefix(name))
-                            .map(|value| value.trim_start().to_owned())
-                    };
-                    if let Some(data) = field("data:") {
-                        return (field("id:"), serde_json::from_str(&data).unwrap());
-                    }
-                    continue;
+                if let Some(event) = self.events.pop_front() {
+                    return (event.id, serde_json::from_str(&event.data).unwrap());
                 }
                 let chunk = self.body.next().await.expect("the stream ended").unwrap();
-                self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+                let events = self.parser.push(&chunk).expect("no bound");
+                self.events.extend(events);
             }
         };
         tokio::time::timeout(PATIENCE, read)

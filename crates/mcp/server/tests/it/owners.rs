@@ -51,12 +51,13 @@ async fn stateless(base: &str, token: &str, method: &str, params: Value) -> Valu
         .text()
         .await
         .unwrap();
-    let data = body
-        .lines()
-        .rev()
-        .find_map(|line| line.strip_prefix("data: "))
-        .unwrap_or(&body);
-    serde_json::from_str(data).unwrap()
+    // A JSON answer, or the last event of a stream (weir-core's parser).
+    let data = weir_core::sse::SseParser::new(usize::MAX)
+        .push(body.as_bytes())
+        .expect("no bound")
+        .pop()
+        .map_or(body, |event| event.data);
+    serde_json::from_str(&data).unwrap()
 }
 
 async fn runs_of(base: &str, token: &str) -> Vec<(String, String)> {
