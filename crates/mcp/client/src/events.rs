@@ -169,64 +169,92 @@ pub struct ToolDescription {
     pub streams: bool,
 }
 
-/// A content block from MCP JSON. Block types this client does not know
+/// A content block from MCP JSON, its strings moved out rather than
+/// copied (a result or a stream of partials holds thousands). Block types
+/// this client does not know, and known ones missing a field they need,
 /// become text holding their JSON, so nothing the server said is lost.
-pub(crate) fn content_from_wire(block: &Value) -> Content {
-    let text = |key: &str| string(block, key);
-    let kind = block
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let known = match kind {
-        "text" => text("text").map(|text| Content::Text { text }),
-        "image" | "audio" => match (text("data"), text("mimeType")) {
-            (Some(data), Some(mime_type)) if kind == "image" => {
-                Some(Content::Image { data, mime_type })
-            }
-            (Some(data), Some(mime_type)) => Some(Content::Audio { data, mime_type }),
-            _ => None,
-        },
-        "resource" => block.get("resource").and_then(|resource| {
-            let field = |key: &str| string(resource, key);
-            Some(Content::Resource {
-                uri: field("uri")?,
-                mime_type: field("mimeType"),
-                text: field("text"),
-                blob: field("blob"),
-            })
-        }),
-        "resource_link" => text("uri").map(|uri| Content::ResourceLink {
-            name: text("name").unwrap_or_else(|| uri.clone()),
-            uri,
-            mime_type: text("mimeType"),
-        }),
-        _ => None,
-    };
-    known.unwrap_or_else(|| Content::Text {
+pub(crate) fn content_from_wire(mut block: Value) -> Content {
+    if let Some(known) = known_content(&mut block) {
+        return known;
+    }
+    Content::Text {
         text: block.to_string(),
+    }
+}
+
+/// The typed block, if `block` is one this client knows and has the
+/// fields it needs; then its strings are taken (left empty). Checked
+/// before anything is taken, so an unknown block stays whole.
+fn known_content(block: &mut Value) -> Option<Content> {
+    let has = |value: &Value, key: &str| value.get(key).is_some_and(Value::is_string);
+    let kind = match block.get("type").and_then(Value::as_str) {
+        Some(kind @ ("text" | "image" | "audio" | "resource" | "resource_link")) => kind,
+        _ => return None,
+    };
+    Some(match kind {
+        "text" if has(block, "text") => Content::Text {
+            text: take(block, "text")?,
+        },
+        "image" if has(block, "data") && has(block, "mimeType") => Content::Image {
+            data: take(block, "data")?,
+            mime_type: take(block, "mimeType")?,
+        },
+        "audio" if has(block, "data") && has(block, "mimeType") => Content::Audio {
+            data: take(block, "data")?,
+            mime_type: take(block, "mimeType")?,
+        },
+        "resource" if block.get("resource").is_some_and(|r| has(r, "uri")) => {
+            let resource = block.get_mut("resource")?;
+            Content::Resource {
+                uri: take(resource, "uri")?,
+                mime_type: take(resource, "mimeType"),
+                text: take(resource, "text"),
+                blob: take(resource, "blob"),
+            }
+        }
+        "resource_link" if has(block, "uri") => {
+            let uri = take(block, "uri")?;
+            Content::ResourceLink {
+                name: take(block, "name").unwrap_or_else(|| uri.clone()),
+                uri,
+                mime_type: take(block, "mimeType"),
+            }
+        }
+        _ => return None,
     })
 }
 
-fn contents_from_wire(blocks: Option<&Value>) -> Vec<Content> {
-    blocks
-        .and_then(Value::as_array)
-        .map(|blocks| blocks.iter().map(content_from_wire).collect())
-        .unwrap_or_default()
+/// The string at `key` of `object`, moved out.
+fn take(object: &mut Value, key: &str) -> Option<String> {
+    match object.get_mut(key)? {
+        Value::String(text) => Some(std::mem::take(text)),
+        _ => None,
+    }
+}
+
+fn contents_from_wire(blocks: Option<Value>) -> Vec<Content> {
+    match blocks {
+        Some(Value::Array(blocks)) => blocks.into_iter().map(content_from_wire).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// A `CallToolResult` from its JSON.
-pub(crate) fn result_from_wire(result: &Value) -> Result<CallResult, ClientError> {
+pub(crate) fn result_from_wire(mut result: Value) -> Result<CallResult, ClientError> {
     if !result.get("content").is_none_or(Value::is_array) {
         return Err(ClientError::Protocol(format!(
             "a tools/call result's content is not a list: {}",
-            clip(result)
+            clip(&result)
         )));
     }
+    let mut field = |key: &str| result.as_object_mut().and_then(|object| object.remove(key));
+    let content = contents_from_wire(field("content"));
+    let structured = field("structuredContent");
     Ok(CallResult {
-        content: contents_from_wire(result.get("content")),
-        structured: result.get("structuredContent").cloned(),
+        content,
+        structured,
         is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
-        run: run_end(result),
+        run: run_end(&result),
     })
 }
 
@@ -249,11 +277,13 @@ pub(crate) fn run_from_wire(params: &Value) -> Option<CallEvent> {
 }
 
 /// A `notifications/tools/partial_result`'s params as an event.
-pub(crate) fn partial_from_wire(params: &Value) -> Option<CallEvent> {
+pub(crate) fn partial_from_wire(mut params: Value) -> Option<CallEvent> {
+    let seq = params.get("seq")?.as_u64()?;
+    let mut field = |key: &str| params.as_object_mut().and_then(|object| object.remove(key));
     Some(CallEvent::Partial {
-        seq: params.get("seq")?.as_u64()?,
-        content: contents_from_wire(params.get("content")),
-        structured: params.get("structuredContent").cloned(),
+        seq,
+        content: contents_from_wire(field("content")),
+        structured: field("structuredContent"),
     })
 }
 
@@ -355,9 +385,10 @@ mod tests {
             {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
             {"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "body"}},
             {"type": "resource_link", "uri": "weir://runs/1", "name": "run 1"},
-            {"type": "hologram", "depth": 3}
+            {"type": "hologram", "depth": 3},
+            {"type": "image", "data": "AA=="}
         ]);
-        let content = contents_from_wire(Some(&blocks));
+        let content = contents_from_wire(Some(blocks));
         assert_eq!(
             content,
             [
@@ -382,16 +413,19 @@ mod tests {
                     mime_type: None
                 },
                 Content::text(r#"{"depth":3,"type":"hologram"}"#),
+                // A known type short of a field it needs: kept whole, none
+                // of its strings taken out.
+                Content::text(r#"{"data":"AA==","type":"image"}"#),
             ]
         );
     }
 
     #[test]
     fn results_and_tools_are_read_leniently_but_not_blindly() {
-        let result = result_from_wire(&json!({"content": [{"type": "text", "text": "x"}], "isError": true, "structuredContent": {"n": 1}})).unwrap();
+        let result = result_from_wire(json!({"content": [{"type": "text", "text": "x"}], "isError": true, "structuredContent": {"n": 1}})).unwrap();
         assert!(result.is_error);
         assert_eq!(result.structured, Some(json!({"n": 1})));
-        assert!(result_from_wire(&json!({"content": "x"})).is_err());
+        assert!(result_from_wire(json!({"content": "x"})).is_err());
         let tool = tool_from_wire(&json!({"name": "t", "execution": {"taskSupport": "required"}, "annotations": {"streamingHint": true}})).unwrap();
         assert_eq!(tool.task_support, TaskSupport::Required);
         assert!(tool.streams);

@@ -31,7 +31,7 @@ pub(super) async fn run(call: &Call, signal: &mut StopSignal) -> Inline {
         Ok(result) if result.get("resultType").and_then(Value::as_str) == Some("task") => {
             Inline::Task(result)
         }
-        Ok(result) => Inline::Done(result_event(&result)),
+        Ok(result) => Inline::Done(result_event(result)),
         Err(error)
             if server.is_stateless() && server.supports_tasks() && asks_for_tasks(&error) =>
         {

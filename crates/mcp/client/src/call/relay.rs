@@ -50,11 +50,11 @@ impl Relay {
     }
 
     /// The event for notification `method`, if it is one of this call's.
-    pub(super) fn event(&mut self, method: &str, params: &Value) -> Option<CallEvent> {
+    pub(super) fn event(&mut self, method: &str, params: Value) -> Option<CallEvent> {
         let token = |key: &str| params.get(key).and_then(Value::as_str);
         match method {
             "notifications/progress" if token("progressToken") == Some(&self.tokens.progress) => {
-                progress_from_wire(params)
+                progress_from_wire(&params)
             }
             "notifications/tools/partial_result"
                 if token("partialResultToken") == Some(&self.tokens.partial) =>
@@ -78,17 +78,17 @@ impl Relay {
                 .iter()
                 .any(|(key, mine)| token(key) == Some(mine.as_str())) =>
             {
-                run_from_wire(params)
+                run_from_wire(&params)
             }
-            "notifications/message" => Some(log_from_wire(params)),
-            "notifications/tasks/status" => task_from_wire(params),
+            "notifications/message" => Some(log_from_wire(&params)),
+            "notifications/tasks/status" => task_from_wire(&params),
             _ => None,
         }
     }
 }
 
 /// The terminal event for a `CallToolResult`.
-pub(super) fn result_event(result: &Value) -> CallEvent {
+pub(super) fn result_event(result: Value) -> CallEvent {
     match result_from_wire(result) {
         Ok(result) => CallEvent::Result(result),
         Err(error) => CallEvent::Error(error),

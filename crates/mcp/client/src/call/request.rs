@@ -112,7 +112,7 @@ impl Call {
             };
             match item {
                 Some(Ok(Incoming::Notification { method, params })) => {
-                    if let Some(event) = relay.event(&method, &params)
+                    if let Some(event) = relay.event(&method, params)
                         && !self.emit(event).await
                     {
                         let stop = Stop::Canceled(DROPPED.into());

@@ -45,7 +45,7 @@ pub(super) async fn run(call: &Call, signal: &mut StopSignal) -> CallEvent {
     let created = match answer.get("task") {
         Some(task) if !call.server.is_stateless() => task.clone(),
         _ if answer.get("resultType").and_then(Value::as_str) == Some("task") => answer,
-        _ => return result_event(&answer),
+        _ => return result_event(answer),
     };
     follow(call, signal, created, Some((exchange, relay))).await
 }
@@ -103,7 +103,7 @@ pub(super) async fn follow(
                         let relay = &mut progress.as_mut().expect("a message came from it").1;
                         // A pushed status is shown once, like a polled one;
                         // another task's is not this call's.
-                        let event = relay.event(&method, &params).filter(|event| match event {
+                        let event = relay.event(&method, params).filter(|event| match event {
                             CallEvent::Task { task_id: pushed, .. } => *pushed == task_id,
                             _ => true,
                         });
@@ -160,7 +160,7 @@ async fn outcome(call: &Call, signal: &mut StopSignal, task_id: &str, task: &Val
             (Some(TaskStatus::InputRequired), ..) => CallEvent::Error(ClientError::InputRequired {
                 task_id: task_id.to_owned(),
             }),
-            (_, Some(result), _) => result_event(result),
+            (_, Some(result), _) => result_event(result.clone()),
             (_, None, Some(error)) => CallEvent::Error(ClientError::rpc("tools/call", error)),
             _ => CallEvent::Error(ClientError::Protocol(format!(
                 "task {task_id} ended without a result or an error"
@@ -177,7 +177,7 @@ async fn outcome(call: &Call, signal: &mut StopSignal, task_id: &str, task: &Val
             fetched = server.roundtrip("tasks/result", json!({ "taskId": task_id })) => fetched,
         };
         match fetched {
-            Ok(result) => return result_event(&result),
+            Ok(result) => return result_event(result),
             Err(error) if error.is_transient() && failures < POLL_ATTEMPTS => {
                 failures += 1;
                 tokio::time::sleep(backoff(failures, FIRST_RETRY, LONGEST_POLL)).await;

@@ -330,11 +330,7 @@ async fn route(
             {
                 tools_changed.send_modify(|count| *count += 1);
             }
-            Ok(message) => {
-                for recipient in shared.recipients(&message) {
-                    let _ = recipient.send(Ok(message.clone())).await;
-                }
-            }
+            Ok(message) => deliver(shared.recipients(&message), message).await,
             Err(_) => {}
         }
     }
@@ -356,6 +352,19 @@ async fn route(
     for route in waiting {
         let _ = route.send(Err(error.clone())).await;
     }
+}
+
+/// Hands `message` to each of `recipients`. Nearly always there is one
+/// (a response, a call's own progress): it gets the message itself, not a
+/// copy — a large result or a stream of partials is not cloned per message.
+async fn deliver(mut recipients: Vec<mpsc::Sender<Inbound>>, message: Incoming) {
+    let Some(last) = recipients.pop() else {
+        return;
+    };
+    for recipient in recipients {
+        let _ = recipient.send(Ok(message.clone())).await;
+    }
+    let _ = last.send(Ok(message)).await;
 }
 
 /// The child's exit status, if it exits within `wait`.
