@@ -275,6 +275,12 @@ impl Tool for UpstreamTool {
         );
         tokio::pin!(call);
         let mut heart = Heartbeat::new(self.heartbeat);
+        // One timer for the whole call, moved on only when it fires: a
+        // timer made (and registered) per loop turn costs more than the
+        // upstream's notification it waits beside. It may fire early (the
+        // upstream spoke meanwhile): it is then set to the new due time.
+        let timer = tokio::time::sleep_until(heart.due());
+        tokio::pin!(timer);
         loop {
             tokio::select! {
                 // What the upstream said before its result goes first.
@@ -290,13 +296,18 @@ impl Tool for UpstreamTool {
                     }
                     return ended;
                 }
-                () = tokio::time::sleep_until(heart.due()) => {
+                () = &mut timer => {
+                    if heart.due() > tokio::time::Instant::now() {
+                        timer.as_mut().reset(heart.due());
+                        continue;
+                    }
                     let quiet = heart.quiet_for().as_secs();
                     let beat = heart.beat(format!(
                         "still working: no progress from the upstream {} for {quiet} s",
                         self.server
                     ));
                     emit(&ctx, beat.into()).await?;
+                    timer.as_mut().reset(heart.due());
                 }
             }
         }
