@@ -26,11 +26,15 @@ whatever else the machine does weighs on all three alike:
                    coalesced, at most one per 20 ms (weir's rule for progress, a state: the
                    newest replaces one not yet sent, the last is never lost); both counts are
                    reported, and weir's own CPU time per notification (its process, not
-                   the upstream's)
+                   the upstream's), beside the upstream's and this client's: on a machine
+                   with no core to spare the rate follows the sum
 
-CALLS is 2,000 and ROUNDS 5 (--quick: 100 and 1).
+CALLS is 2,000 and ROUNDS 5 (--quick: 100 and 1). With --before PATH (another weir
+binary, say the build before a change), two more peers run that binary the same two ways
+(wrap-before, wrap-memory-before), interleaved with the rest: a before/after comparison
+on the same machine at the same moment.
 
-Usage: bench.py --weir PATH --node-server PATH [--quick]
+Usage: bench.py --weir PATH --node-server PATH [--before PATH] [--quick]
 Writes results/<timestamp>.{json,md} and prints the markdown.
 """
 
@@ -125,6 +129,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def upstream_pid(peer: Peer) -> int:
+    """The upstream server's process: the peer itself (direct), or weir's child."""
+    if peer.name == "direct":
+        return peer.process.pid
+    children = []
+    for task in os.listdir(f"/proc/{peer.process.pid}/task"):
+        with open(f"/proc/{peer.process.pid}/task/{task}/children") as listed:
+            children += [int(child) for child in listed.read().split()]
+    assert len(children) == 1, f"{peer.name}: weir's children {children}"
+    return children[0]
+
+
+def own_cpu() -> float:
+    """This client's user and system CPU."""
+    times = os.times()
+    return times.user + times.system
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
@@ -153,6 +175,7 @@ def main() -> None:
     parser.add_argument("--weir", required=True)
     parser.add_argument("--node-server", required=True, help="bench/e2e/ts_server.mjs")
     parser.add_argument("--quick", action="store_true", help="fewer calls and rounds, a smoke run")
+    parser.add_argument("--before", help="another weir binary, run beside --weir (before/after)")
     args = parser.parse_args()
     calls, rounds = (100, 1) if args.quick else (2000, 5)
     upstream = ["node", args.node_server, "--stdio"]
@@ -163,6 +186,11 @@ def main() -> None:
         Peer("wrap", [args.weir, "wrap", "--data-dir", os.path.join(scratch, "data"), "--", *upstream]),
         Peer("wrap-memory", [args.weir, "wrap", "--memory", "--", *upstream]),
     ]
+    if args.before:
+        peers += [
+            Peer("wrap-before", [args.before, "wrap", "--data-dir", os.path.join(scratch, "data-before"), "--", *upstream]),
+            Peer("wrap-memory-before", [args.before, "wrap", "--memory", "--", *upstream]),
+        ]
     try:
         for peer in peers:
             peer.start(stderr)
@@ -180,10 +208,15 @@ def main() -> None:
         received: dict[str, list[int]] = {peer.name: [] for peer in peers}
         logged: dict[str, list[int]] = {peer.name: [] for peer in peers}
         cpu: dict[str, float] = {peer.name: 0.0 for peer in peers}
+        upstream_cpu: dict[str, float] = {peer.name: 0.0 for peer in peers}
+        client_cpu: dict[str, float] = {peer.name: 0.0 for peer in peers}
         for _ in range(rounds):
             for peer in peers:
-                before = cpu_seconds(peer.process.pid)
+                server = upstream_pid(peer)
+                before, server_before, client_before = cpu_seconds(peer.process.pid), cpu_seconds(server), own_cpu()
                 got, seconds = stream_call(peer, NOTIFICATIONS, True)
+                client_cpu[peer.name] += own_cpu() - client_before
+                upstream_cpu[peer.name] += cpu_seconds(server) - server_before
                 cpu[peer.name] += cpu_seconds(peer.process.pid) - before
                 received[peer.name].append(got)
                 rates[peer.name].append(NOTIFICATIONS / seconds)
@@ -220,11 +253,13 @@ def main() -> None:
                 "weir_cpu_us_per_notification": None
                 if name == direct
                 else cpu[name] / (rounds * NOTIFICATIONS) * 1e6,
+                "upstream_cpu_us_per_notification": upstream_cpu[name] / (rounds * NOTIFICATIONS) * 1e6,
+                "client_cpu_us_per_notification": client_cpu[name] / (rounds * NOTIFICATIONS) * 1e6,
             }
         )
     table = [
-        "| peer | call p50 | call p99 | added p50 | added p99 | notifications/s | × direct | in the run's log | sent to the client | weir's CPU per notification |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| peer | call p50 | call p99 | added p50 | added p99 | notifications/s | × direct | in the run's log | sent to the client | weir's CPU per notification | upstream's | client's |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         through = row["peer"] != direct
@@ -235,13 +270,15 @@ def main() -> None:
         table.append(
             f"| {row['peer']} | {row['p50_ms']:.2f} ms | {row['p99_ms']:.2f} ms | {added_p50} | {added_p99} | "
             f"{row['notifications_per_s']:,.0f} | {row['ratio_to_direct']:.2f} | "
-            f"{logged_text} | {min(row['notifications_received']):,} of {NOTIFICATIONS:,} | {cpu_text} |"
+            f"{logged_text} | {min(row['notifications_received']):,} of {NOTIFICATIONS:,} | {cpu_text} | "
+            f"{row['upstream_cpu_us_per_notification']:.1f} µs | {row['client_cpu_us_per_notification']:.1f} µs |"
         )
     markdown = "\n".join(
         [
             f"Machine: {machine}.",
             f"{calls} calls per peer (`stream {{count: 0}}`), {rounds} round(s) of {NOTIFICATIONS:,} progress "
             "notifications per peer (`stream {count: 20000, size: 16}`), interleaved.",
+            *([f"Before: {args.before}; after: {args.weir}."] if args.before else []),
             "",
             *table,
         ]
