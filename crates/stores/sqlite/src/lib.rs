@@ -125,9 +125,9 @@ impl SqliteLog {
         connection::make_private(&path)?;
         let mut conn = connection::open(&path, options.durability)?;
         schema::prepare(&mut conn, &path)?;
-        checkpoint::start(&mut conn, &path, options.durability)?;
+        let wal = checkpoint::start(&mut conn, &path, options.durability)?;
         let hub = Arc::new(LiveHub::new(options.live_capacity));
-        let writer = Writer::start(conn, hub.clone())?;
+        let writer = Writer::start(conn, hub.clone(), wal)?;
         Ok(SqliteLog {
             inner: Arc::new(Inner {
                 readers: Arc::new(Readers::new(path.clone())),

@@ -12,6 +12,7 @@ use weir_core::{ArtifactRef, RunId};
 use weir_runtime::LogError;
 use weir_runtime::log::{Batch, LiveHub, NewRun};
 
+use crate::checkpoint::WalSize;
 use crate::connection::db;
 use crate::writes::{self, Tails};
 
@@ -42,11 +43,15 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// Starts the writer thread on `conn`, publishing what it stores to `hub`.
-    pub(crate) fn start(conn: Connection, hub: Arc<LiveHub>) -> Result<Writer, LogError> {
+    pub(crate) fn start(
+        conn: Connection,
+        hub: Arc<LiveHub>,
+        wal: WalSize,
+    ) -> Result<Writer, LogError> {
         let (ops, queue) = mpsc::channel();
         std::thread::Builder::new()
             .name("weir-sqlite-writer".into())
-            .spawn(move || write_loop(conn, queue, &hub))
+            .spawn(move || write_loop(conn, queue, &hub, &wal))
             .map_err(|error| LogError::Storage {
                 doing: "starting the writer thread",
                 message: error.to_string(),
@@ -84,7 +89,7 @@ fn reply<T: Send + 'static>(ack: Ack<T>, result: Result<T, LogError>) -> Reply {
     })
 }
 
-fn write_loop(mut conn: Connection, ops: mpsc::Receiver<WriteOp>, hub: &LiveHub) {
+fn write_loop(mut conn: Connection, ops: mpsc::Receiver<WriteOp>, hub: &LiveHub, wal: &WalSize) {
     let mut tails = Tails::new();
     while let Ok(first) = ops.recv() {
         let mut group = vec![first];
@@ -102,6 +107,7 @@ fn write_loop(mut conn: Connection, ops: mpsc::Receiver<WriteOp>, hub: &LiveHub)
             }
         }
         commit_group(&mut conn, &mut tails, hub, group);
+        wal.bound(&conn);
     }
 }
 
