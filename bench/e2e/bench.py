@@ -60,7 +60,7 @@ clock = time.perf_counter
 
 @dataclass
 class ServerSpec:
-    key: str  # weir | ts | py
+    key: str  # weir | ts | py | floor
     label: str
     store: str = "memory"  # weir only: memory | sqlite
 
@@ -79,6 +79,8 @@ class ServerSpec:
             return ["node", os.path.join(HERE, "ts_server.mjs"), f"--{transport}"]
         if self.key == "py":
             return [sys.executable, os.path.join(HERE, "py_server.py"), f"--{transport}"]
+        if self.key == "floor":
+            return [sys.executable, os.path.join(HERE, "floor_server.py"), f"--{transport}"]
         raise ValueError(self.key)
 
 
@@ -649,7 +651,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--weir", required=True, help="path to the release weir binary")
     ap.add_argument("--quick", action="store_true", help="workloads / 10 (a smoke run)")
-    ap.add_argument("--only", default="weir,ts,py", help="servers to run (comma list of weir, ts, py)")
+    ap.add_argument("--only", default="floor,weir,sqlite,ts,py",
+                    help="servers to run (comma list of floor, weir, sqlite (weir on its SQLite store), ts, py)")
     ap.add_argument("--no-progress-variant", action="store_true", help="skip the peers' progress-per-item variant")
     ap.add_argument("--no-flatness", action="store_true", help="skip weir's N×5 memory check")
     args = ap.parse_args()
@@ -661,6 +664,8 @@ def main() -> int:
         "weir": ServerSpec("weir", "weir"),
         "ts": ServerSpec("ts", "TS SDK"),
         "py": ServerSpec("py", "Python SDK"),
+        "floor": ServerSpec("floor", "floor (no SDK)"),
+        "sqlite": ServerSpec("weir", "weir", store="sqlite"),
     }
     results: list[Measurement] = []
 
@@ -680,7 +685,7 @@ def main() -> int:
     log("main comparison (per item: notifications/tools/partial_result for all three)")
     for count, size in workloads:
         for transport in TRANSPORTS:
-            for key in ("weir", "ts", "py"):
+            for key in ("floor", "weir", "sqlite", "ts", "py"):
                 if key in only:
                     run(specs[key], transport, count, size)
     if not args.no_flatness and "weir" in only:
@@ -689,7 +694,8 @@ def main() -> int:
         for count, size in workloads:
             for transport in TRANSPORTS:
                 run(specs["weir"], transport, count * 5, size)
-                run(sqlite, transport, count, size)
+                if "sqlite" not in only:
+                    run(sqlite, transport, count, size)
                 run(sqlite, transport, count * 5, size)
     if not args.no_progress_variant:
         log("peers, progress-per-item variant (notifications/progress with the item as message)")
@@ -726,6 +732,23 @@ def main() -> int:
     out.append("Per item every server sends one `notifications/tools/partial_result` "
                "(`{partialResultToken, seq, content:[{type:text,text}]}`) on the call's channel; "
                "the final result holds the items up to 512 KiB.\n")
+    out.append("Side by side (issue 27): the floor is this client against a server with no SDK that "
+               "builds each call's bytes up front (`floor_server.py`), the client's own ceiling; "
+               "SQLite is weir on its default durable store, a fresh data directory per server.\n")
+    out.append("| workload | transport | floor | TS SDK | weir memory | weir SQLite | SQLite / memory "
+               "| first item ms (memory / SQLite) |")
+    out.append("|---|---|--:|--:|--:|--:|--:|--:|")
+    for count, size in workloads:
+        for transport in TRANSPORTS:
+            f, t, w, q = (find("floor", transport, count, size), find("ts", transport, count, size),
+                          find("weir", transport, count, size), find("weir", transport, count, size, store="sqlite"))
+            fr, tr, wr, qr = (med(x, "items_per_s") for x in (f, t, w, q))
+            ratio = "—" if wr is None or qr is None else f"{qr / wr:.2f}"
+            out.append(
+                f"| {workload_name(count, size)} | {transport} | {fmt_rate(fr)} | {fmt_rate(tr)} | {fmt_rate(wr)} "
+                f"| {fmt_rate(qr)} | {ratio} | {fmt_ms(med(w, 'first_item_ms'))} / {fmt_ms(med(q, 'first_item_ms'))} |"
+            )
+    out.append("")
     out.append("| workload | transport | weir items/s | TS items/s | Py items/s | weir/TS | weir/Py "
                "| first item ms (weir / TS / Py) | peak RSS MiB (weir / TS / Py) |")
     out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
@@ -741,13 +764,13 @@ def main() -> int:
             )
     out.append("")
     out.append("CPU per item, µs (server / client), medians:\n")
-    out.append("| workload | transport | weir | TS | Py |")
-    out.append("|---|---|--:|--:|--:|")
+    out.append("| workload | transport | floor | weir | weir SQLite | TS | Py |")
+    out.append("|---|---|--:|--:|--:|--:|--:|")
     for count, size in workloads:
         for transport in TRANSPORTS:
             cells = []
-            for k in ("weir", "ts", "py"):
-                m = find(k, transport, count, size)
+            for k, store in (("floor", "memory"), ("weir", "memory"), ("weir", "sqlite"), ("ts", "memory"), ("py", "memory")):
+                m = find(k, transport, count, size, store=store)
                 if m is None:
                     cells.append("—")
                 else:
