@@ -74,8 +74,9 @@ impl Subscription {
                     continue; // already delivered: overlap at the seam
                 }
                 if event.seq > self.next_seq {
-                    // A gap: something was missed live. The store has it.
-                    self.pending.clear();
+                    // A gap: the store has what comes before this event;
+                    // what is pending from here on stays (see `refill`).
+                    self.pending.push_front(event);
                     self.source = Source::Store;
                     break;
                 }
@@ -109,12 +110,35 @@ impl Subscription {
             self.source = Source::Store;
         }
         if self.source == Source::Store {
-            let page = self.log.read(&self.run_id, self.next_seq, PAGE).await?;
+            // Only what lies before the live events already pending: those
+            // need not be read back.
+            let limit = match self.pending.front() {
+                Some(ahead) => PAGE.min(ahead.seq.saturating_sub(self.next_seq).max(1) as usize),
+                None => PAGE,
+            };
+            let page = self.log.read(&self.run_id, self.next_seq, limit).await?;
             // Only events at or past our position count: a store that ever
             // answered a `from` with earlier events (a seq bound that wrapped)
             // would otherwise be asked the same question forever.
             if page.last().is_some_and(|event| event.seq >= self.next_seq) {
+                // Before whatever is pending; then back to the live channel,
+                // which has every batch stored since we subscribed. Staying
+                // on the store until it had nothing more made a follower
+                // that started behind a fast writer chase it page by page,
+                // reading the whole run back (15% of the server's CPU
+                // streaming 1 KB items on SQLite); a gap sends it back here
+                // for just the missing events.
+                let (read, live) = (page.len(), std::mem::take(&mut self.pending));
+                // A full page with nothing live waiting: the store may hold
+                // more (a run that ended before we came), so read on.
+                let more_stored = read == limit
+                    && live.is_empty()
+                    && self.live.as_ref().is_none_or(|live| live.is_empty());
                 self.pending.extend(SharedEvent::all(page.into()));
+                self.pending.extend(live);
+                if !more_stored {
+                    self.source = Source::Live;
+                }
                 return Ok(());
             }
             // Nothing stored at our position: the run may be over (we asked
