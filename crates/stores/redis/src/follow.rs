@@ -2,10 +2,10 @@
 //! while the subscription lives its node follows the run on the doorbell
 //! (`bell.rs`), so another node's appends reach it live. It starts
 //! following when the subscription has caught up with the stream (its
-//! first read that finds nothing), then reads again, so nothing announced
-//! after that read is missed; a subscription that reads a finished run to
-//! its end, or is dropped first (a resume that wanted one event), never
-//! listens. It stops when the subscription is dropped.
+//! first read that gets less than it asked for), then reads again, so
+//! nothing announced after that read is missed; a subscription that reads
+//! a finished run to its end, or is dropped first (a resume that wanted
+//! one event), never listens. It stops when the subscription is dropped.
 
 use std::ops::Range;
 
@@ -45,12 +45,17 @@ impl EventLog for FollowedLog {
         limit: usize,
     ) -> Result<Vec<RunEvent>, LogError> {
         let page = self.log.read(run_id, from, limit).await?;
-        if !page.is_empty() || *run_id != self.run_id || self.following.initialized() {
+        // A page shorter than asked is all the store has now: the
+        // subscription has caught up and waits for live events next (it
+        // goes live after such a page without another read). A page that
+        // ends the run needs nothing more.
+        let caught_up =
+            page.len() < limit && !page.last().is_some_and(|event| event.kind.is_terminal());
+        if !caught_up || *run_id != self.run_id || self.following.initialized() {
             return Ok(page);
         }
-        // Caught up: the subscription waits for live events next. Listen
-        // first, then read again, so that nothing announced after this
-        // read is missed.
+        // Listen first, then read again, so that nothing announced after
+        // this read is missed.
         let bell = self.log.bell();
         self.following
             .get_or_init(|| bell.follow(&self.run_id))
