@@ -24,9 +24,10 @@ use weir_core::{FailureCode, RunError};
 pub use weir_core::InputKind;
 
 /// How long a question waits for its answer unless the tool says otherwise
-/// ([`RunContext::ask_within`]): long enough for a person to read and fill
-/// in a form, short enough that a client that went away does not hold a
-/// run (and its slot) for the rest of its time limit.
+/// ([`RunContext::ask_within`](crate::RunContext::ask_within)): long
+/// enough for a person to read and fill in a form, short enough that a
+/// client that went away does not hold a run (and its slot) for the rest
+/// of its time limit.
 pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// A question on its way to the caller, with the way back.
