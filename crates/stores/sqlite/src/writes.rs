@@ -3,7 +3,7 @@
 //! artifact, delete old runs.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use weir_core::{ArtifactRef, Content, EventKind, LogTail, RunId, RunState, Seq};
+use weir_core::{ArtifactRef, EventKind, LogTail, RunId, RunState, Seq};
 use weir_runtime::LogError;
 use weir_runtime::log::kit::{append_target, run_started_by, sha256_hex};
 use weir_runtime::log::{Batch, NewRun};
@@ -80,7 +80,7 @@ pub(crate) fn append(
     let mut body = Vec::with_capacity(256);
     for event in events.iter() {
         body.clear();
-        encode(&event.kind, &mut body);
+        serde_json::to_writer(&mut body, &event.kind).expect("events serialize");
         let body = std::str::from_utf8(&body).expect("JSON is UTF-8");
         insert
             .execute(params![run_key, event.seq as i64, event.ts as i64, body])
@@ -116,49 +116,6 @@ pub(crate) fn append(
     })
     .map_err(db(doing))?;
     Ok((run_id, (run_key, tail), events))
-}
-
-/// An event's body as serde_json writes it. A partial result of text blocks,
-/// the one event a streaming tool writes per item, is written by hand, its
-/// text copied when nothing in it needs escaping rather than scanned byte by
-/// byte (serde_json's scan was a fifth of the writer's time at 1 KB items).
-fn encode(kind: &EventKind, body: &mut Vec<u8>) {
-    if let EventKind::Partial(partial) = kind
-        && partial.items.is_empty()
-        && partial.group.is_none()
-        && !partial.content.is_empty()
-        && partial.content.iter().all(|block| match block {
-            Content::Text { text } => !needs_escape(text.as_bytes()),
-            _ => false,
-        })
-    {
-        body.extend_from_slice(br#"{"type":"partial","content":["#);
-        for (i, block) in partial.content.iter().enumerate() {
-            let Content::Text { text } = block else {
-                unreachable!("checked above")
-            };
-            if i > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(br#"{"type":"text","text":""#);
-            body.extend_from_slice(text.as_bytes());
-            body.extend_from_slice(br#""}"#);
-        }
-        body.extend_from_slice(b"]}");
-        return;
-    }
-    serde_json::to_writer(body, kind).expect("events serialize");
-}
-
-/// Whether `bytes` hold a quote, a backslash or a control character (what
-/// JSON strings must escape). Branch-free within each chunk, so that the
-/// compiler checks a chunk at a time.
-fn needs_escape(bytes: &[u8]) -> bool {
-    bytes.chunks(32).any(|chunk| {
-        chunk.iter().fold(false, |hit, &b| {
-            hit | (b < 0x20) | (b == b'"') | (b == b'\\')
-        })
-    })
 }
 
 fn load_tail(conn: &Connection, run_id: &RunId) -> Result<Option<(i64, LogTail)>, LogError> {
@@ -248,46 +205,4 @@ pub(crate) fn delete_finished_before(conn: &Connection, ts: u64) -> Result<usize
     })
     .and_then(|_| conn.execute("DELETE FROM runs WHERE finished_ts < ?1", [ts as i64]))
     .map_err(db(doing))
-}
-
-#[cfg(test)]
-mod tests {
-    use weir_core::{Content, EventKind, Partial};
-
-    use super::encode;
-
-    fn encoded(kind: &EventKind) -> String {
-        let mut body = Vec::new();
-        encode(kind, &mut body);
-        String::from_utf8(body).unwrap()
-    }
-
-    #[test]
-    fn a_partial_is_encoded_as_serde_json_encodes_it() {
-        let text = |t: &str| Content::Text { text: t.into() };
-        let partials = [
-            vec![text("00000042:xxxx")],
-            vec![text(""), text("two blocks, é ü 😀")],
-            vec![text("needs \"escaping\"\n\\ and \u{1}")],
-            vec![text("plain"), text("tab\there")],
-            vec![Content::Image {
-                data: "AAAA".into(),
-                mime_type: "image/png".into(),
-            }],
-            vec![],
-        ];
-        for content in partials {
-            let kind = EventKind::Partial(Partial {
-                content,
-                ..Partial::default()
-            });
-            assert_eq!(encoded(&kind), serde_json::to_string(&kind).unwrap());
-        }
-        let grouped = EventKind::Partial(Partial {
-            content: vec![text("x")],
-            group: Some("g".into()),
-            ..Partial::default()
-        });
-        assert_eq!(encoded(&grouped), serde_json::to_string(&grouped).unwrap());
-    }
 }
