@@ -106,6 +106,13 @@ fn catch_up(checkpointer: &Connection) {
             // than the last pass (a reader holds an older snapshot).
             Ok((frames, copied)) if copied >= frames || last == Some((frames, copied)) => return,
             Ok(progress) => last = Some(progress),
+            // Another checkpoint is running (the writer's, see
+            // `WalSize::bound`): it copies what this one would.
+            Err(rusqlite::Error::SqliteFailure(error, _))
+                if error.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                return;
+            }
             Err(error) => {
                 tracing::warn!("SQLite checkpoint failed (will retry): {error}");
                 return;
