@@ -20,6 +20,10 @@ const MAX_NAME: usize = 128;
 pub(crate) const NAME_RULE: &str =
     "1 to 128 ASCII letters, digits and . _ : / @ -, starting with a letter or digit";
 
+/// [`check_name`]'s rule as a JSON Schema `pattern`, for the tool schemas
+/// that take a model or session id (the argument is checked again here).
+pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$";
+
 /// Whether `value` (a model name, a session or thread id) may stand alone
 /// on a CLI's command line: 1 to 128 ASCII letters, digits and `._:/@-`,
 /// the first a letter or digit — so never a flag (`-…`). `what` names it

@@ -83,14 +83,14 @@ mod options;
 pub mod parse;
 mod session;
 
-pub use argv::check_name;
+pub use argv::{NAME_PATTERN, check_name};
 pub use callbacks::{Hook, HookCall, HookCallback, SdkMcpServer};
 pub use command::{Mode, base_command};
 pub use error::AgentError;
 pub use event::{AgentEvent, AgentResult, Ending, Exit, Usage};
 pub use group::ProcessGroup;
 pub use options::{
-    AgentOptions, CliKind, Decision, HomeMode, LineParser, PermissionPolicy, PrivateHome,
-    ToolPermission, Transport,
+    AgentOptions, BUILT_IN_CLIS, CliKind, Decision, HomeMode, LineParser, PermissionPolicy,
+    PrivateHome, ToolPermission, Transport,
 };
 pub use session::{AgentSession, start};

@@ -10,6 +10,9 @@ use serde_json::Value;
 
 use crate::{AgentEvent, Hook, SdkMcpServer};
 
+/// The names of the CLIs built in ([`CliKind::from_name`] knows them).
+pub const BUILT_IN_CLIS: &[&str] = &["claude", "codex", "gemini"];
+
 /// Which agent CLI to drive.
 #[derive(Clone)]
 pub enum CliKind {

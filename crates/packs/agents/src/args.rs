@@ -11,11 +11,11 @@ use weir_runtime::kit::{self, invalid};
 
 /// Largest `prompt`, in bytes.
 pub(crate) const MAX_PROMPT_BYTES: usize = 1 << 20;
+/// The CLIs `cli` may name.
+pub(crate) use weir_agents::BUILT_IN_CLIS as KNOWN_CLIS;
 /// What a model name looks like (`weir_agents::check_name`), for the
 /// schema.
-const MODEL_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$";
-/// The CLIs `cli` may name.
-pub(crate) const KNOWN_CLIS: &[&str] = &["claude", "codex", "gemini"];
+use weir_agents::NAME_PATTERN as MODEL_PATTERN;
 
 /// `agent_run`'s arguments.
 #[derive(Debug, Deserialize)]

@@ -13,11 +13,11 @@ use crate::paging::Cursor;
 
 /// Largest `content` (and `context`), in bytes.
 pub(crate) const MAX_CONTENT_BYTES: usize = 1 << 20;
+/// The CLIs `clis` may name.
+pub(crate) use weir_agents::BUILT_IN_CLIS as KNOWN_CLIS;
 /// What a model name looks like (`weir_agents::check_name`), for the
 /// schemas.
-pub(crate) const MODEL_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$";
-/// The CLIs `clis` may name.
-pub(crate) const KNOWN_CLIS: &[&str] = &["claude", "codex", "gemini"];
+pub(crate) use weir_agents::NAME_PATTERN as MODEL_PATTERN;
 
 pub(crate) use weir_runtime::kit::invalid;
 
