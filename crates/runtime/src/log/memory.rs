@@ -39,10 +39,15 @@ impl MemoryLog {
 
     /// An empty log whose live channels keep `capacity` batches per run.
     pub fn with_live_capacity(capacity: usize) -> MemoryLog {
+        MemoryLog::with_live_hub(LiveHub::new(capacity))
+    }
+
+    /// An empty log publishing to `hub`.
+    pub fn with_live_hub(hub: LiveHub) -> MemoryLog {
         MemoryLog {
             inner: Arc::new(Inner {
                 runs: Mutex::default(),
-                hub: LiveHub::new(capacity),
+                hub,
             }),
         }
     }

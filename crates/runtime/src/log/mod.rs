@@ -15,6 +15,8 @@ mod live;
 mod memory;
 mod prefix;
 mod subscription;
+#[cfg(test)]
+mod tests;
 
 use std::ops::Range;
 
@@ -23,7 +25,7 @@ use serde::Serialize;
 use serde_json::Value;
 use weir_core::{ArtifactRef, LogTail, RunEvent, RunId, RunState, Seq, Violation};
 
-pub use live::{Batch, LiveHub, SharedEvent};
+pub use live::{Batch, LIVE_RUN_BYTES, LIVE_TOTAL_BYTES, LiveHub, SharedEvent};
 pub use memory::MemoryLog;
 pub use prefix::{FindRunError, MIN_RUN_PREFIX, find_run};
 pub use subscription::Subscription;

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::Stream;
-use tokio::sync::broadcast::{self, error::RecvError};
 use weir_core::{RunId, Seq};
 
-use super::{Batch, EventLog, LogError, SharedEvent};
+use super::live::{Listener, Taken};
+use super::{EventLog, LogError, SharedEvent};
 
 /// Events read from the store per round trip while catching up.
 const PAGE: usize = 512;
@@ -22,25 +22,35 @@ const POLL: Duration = Duration::from_millis(200);
 /// ending after the terminal event. Events come as [`SharedEvent`]s: live
 /// ones are the very events the store holds, not copies.
 ///
-/// It subscribes to the live hub *before* reading the store, so whatever is
+/// It registers with the live hub *before* reading the store, so whatever is
 /// stored after the read reaches it live; overlap at the seam is dropped by
-/// seq. When it falls behind the live channel's bound (or sees a gap) it goes
-/// back to reading the store from its position, so a slow subscriber loses
-/// nothing and never holds up the producer.
+/// seq. A run this process writes from its start is live at once: the
+/// hub's tail of it begins at seq 0, and a subscriber whose position is in
+/// the tail reads no store at all. When it falls behind the tail (or sees a
+/// gap) it reads the store from its position up to the tail, so a slow
+/// subscriber loses nothing, never holds up the producer, and holds no
+/// event in the hub.
 pub struct Subscription {
     log: Arc<dyn EventLog>,
     run_id: RunId,
     next_seq: Seq,
-    live: Option<broadcast::Receiver<Batch>>,
+    live: Option<Listener>,
     pending: VecDeque<SharedEvent>,
-    source: Source,
+    /// Where the next events are looked for.
+    step: Step,
     finished: bool,
 }
 
+/// Where a [`Subscription`] looks next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Source {
+enum Step {
+    /// The hub's tail of the run.
+    Tail,
+    /// Nothing new in the tail: wait for a publish (or a while, then read
+    /// the store).
+    Wait,
+    /// The store: the tail begins past our position, or knows nothing yet.
     Store,
-    Live,
 }
 
 impl Subscription {
@@ -52,7 +62,7 @@ impl Subscription {
             next_seq: from,
             live: None,
             pending: VecDeque::new(),
-            source: Source::Store,
+            step: Step::Tail,
             finished: false,
         }
     }
@@ -77,7 +87,7 @@ impl Subscription {
                     // A gap: the store has what comes before this event;
                     // what is pending from here on stays (see `refill`).
                     self.pending.push_front(event);
-                    self.source = Source::Store;
+                    self.step = Step::Store;
                     break;
                 }
                 // No event can follow seq `u64::MAX`: end rather than wrap.
@@ -104,76 +114,91 @@ impl Subscription {
     }
 
     async fn refill(&mut self) -> Result<(), LogError> {
-        if self.live.is_none() {
-            // Subscribe first, read the store second: nothing falls between.
-            self.live = Some(self.log.live().subscribe(&self.run_id));
-            self.source = Source::Store;
+        let hub = self.log.live();
+        let live = self
+            .live
+            .get_or_insert_with(|| hub.listen(&self.run_id, self.next_seq));
+        // Every publish from here on wakes `changed`: none falls between
+        // looking (in the tail or the store) and waiting.
+        live.mark_seen();
+        match self.step {
+            Step::Tail => match hub.take(live, self.next_seq) {
+                Taken::Events(events) => {
+                    // Whatever is pending lies past these: a gap's far
+                    // side is only ever past the tail's start.
+                    let ahead = std::mem::take(&mut self.pending);
+                    self.pending.extend(events);
+                    self.pending.extend(ahead);
+                }
+                Taken::Ended => self.finished = true,
+                Taken::UpToDate => self.step = Step::Wait,
+                Taken::Behind | Taken::Unknown => self.step = Step::Store,
+            },
+            Step::Wait => {
+                // Quiet for a while: someone else may be writing the store
+                // (another process, another node).
+                self.step = match tokio::time::timeout(POLL, live.changed()).await {
+                    Ok(()) => Step::Tail,
+                    Err(_elapsed) => Step::Store,
+                };
+            }
+            Step::Store => self.read_store().await?,
         }
-        if self.source == Source::Store {
-            // Only what lies before the live events already pending: those
-            // need not be read back.
-            let limit = match self.pending.front() {
-                Some(ahead) => PAGE.min(ahead.seq.saturating_sub(self.next_seq).max(1) as usize),
-                None => PAGE,
-            };
-            let page = self.log.read(&self.run_id, self.next_seq, limit).await?;
-            // Only events at or past our position count: a store that ever
-            // answered a `from` with earlier events (a seq bound that wrapped)
-            // would otherwise be asked the same question forever.
-            if page.last().is_some_and(|event| event.seq >= self.next_seq) {
-                // Before whatever is pending; then back to the live channel,
-                // which has every batch stored since we subscribed. Staying
-                // on the store until it had nothing more made a follower
-                // that started behind a fast writer chase it page by page,
-                // reading the whole run back (15% of the server's CPU
-                // streaming 1 KB items on SQLite); a gap sends it back here
-                // for just the missing events.
-                let (read, live) = (page.len(), std::mem::take(&mut self.pending));
-                // A full page with nothing live waiting: the store may hold
-                // more (a run that ended before we came), so read on.
-                let more_stored = read == limit
-                    && live.is_empty()
-                    && self.live.as_ref().is_none_or(|live| live.is_empty());
-                self.pending.extend(SharedEvent::all(page.into()));
-                self.pending.extend(live);
-                if !more_stored {
-                    self.source = Source::Live;
-                }
-                return Ok(());
+        Ok(())
+    }
+
+    /// Reads the store at our position: up to what is pending or what the
+    /// tail holds, which need not be read back.
+    async fn read_store(&mut self) -> Result<(), LogError> {
+        let tail_start = self
+            .live
+            .as_ref()
+            .and_then(Listener::tail_start)
+            .filter(|start| *start > self.next_seq);
+        let ahead = self.pending.front().map(|event| event.seq);
+        let limit = ahead
+            .into_iter()
+            .chain(tail_start)
+            .map(|seq| seq.saturating_sub(self.next_seq).max(1) as usize)
+            .fold(PAGE, usize::min);
+        let page = self.log.read(&self.run_id, self.next_seq, limit).await?;
+        // Only events at or past our position count: a store that ever
+        // answered a `from` with earlier events (a seq bound that wrapped)
+        // would otherwise be asked the same question forever.
+        if page.last().is_some_and(|event| event.seq >= self.next_seq) {
+            // Before whatever is pending; then back to the tail, which has
+            // every batch stored since we listened (or begins past here:
+            // then the store again). Staying on the store until it had
+            // nothing more made a follower that started behind a fast
+            // writer chase it page by page. A full page with nothing ahead
+            // of it: the store may hold more (a run that ended before we
+            // came), so read on.
+            let (read, ahead) = (page.len(), std::mem::take(&mut self.pending));
+            if read < limit || !ahead.is_empty() || tail_start.is_some() {
+                self.step = Step::Tail;
             }
-            // Nothing stored at our position: the run may be over (we asked
-            // for seqs past its end) or still going.
-            let run = self.log.get_run(&self.run_id).await?;
-            match run {
-                None => return Err(LogError::UnknownRun(self.run_id.clone())),
-                Some(run) if run.state.is_terminal() && run.events <= self.next_seq => {
-                    self.finished = true;
-                }
-                Some(run) if run.events > self.next_seq => {} // appended meanwhile: read again
-                Some(_) => self.source = Source::Live,
-            }
+            self.pending.extend(SharedEvent::all(page.into()));
+            self.pending.extend(ahead);
             return Ok(());
         }
-        let live = self.live.as_mut().expect("subscribed above");
-        match tokio::time::timeout(POLL, live.recv()).await {
-            Ok(Ok(batch)) => {
-                let next_seq = self.next_seq;
-                self.pending
-                    .extend(SharedEvent::all(batch).filter(|event| event.seq >= next_seq));
+        // Nothing stored at our position: the run may be over (we asked
+        // for seqs past its end) or still going.
+        let run = self.log.get_run(&self.run_id).await?;
+        match run {
+            None => return Err(LogError::UnknownRun(self.run_id.clone())),
+            Some(run) if run.state.is_terminal() && run.events <= self.next_seq => {
+                self.finished = true;
             }
-            // Fell behind the bound: catch up from the store.
-            Ok(Err(RecvError::Lagged(_))) => self.source = Source::Store,
-            // The run ended (or the hub let go): the store has the rest.
-            Ok(Err(RecvError::Closed)) => self.drop_live(),
-            // Quiet for a while: someone else may be writing the store.
-            Err(_elapsed) => self.source = Source::Store,
+            Some(run) if run.events > self.next_seq => {} // appended meanwhile: read again
+            // Whatever is stored from now on is published after.
+            Some(_) => self.step = Step::Wait,
         }
         Ok(())
     }
 
     fn drop_live(&mut self) {
-        if self.live.take().is_some() {
-            self.log.live().release(&self.run_id);
+        if let Some(live) = self.live.take() {
+            self.log.live().release(&self.run_id, live);
         }
     }
 }

@@ -118,6 +118,9 @@ impl Scheduler {
             }
             return Err(error.into());
         }
+        // This process writes it from its `started` event on: whoever
+        // follows it here takes its events live, with no store read first.
+        inner.log.live().expect(&run_id);
         let cancel = match parent {
             // A child asks its questions where its parent does.
             Some(parent) => parent.cancel.child(&parent.run_id),
