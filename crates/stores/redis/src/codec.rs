@@ -66,8 +66,12 @@ pub(crate) fn parse_state(name: &str) -> Option<RunState> {
     serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
 }
 
-/// The stream entry id of `seq`: ids start at `1-0`, so seq 0 is `1-0`.
-/// `None` past the largest id there is.
+/// The stream entry id of the entry whose last event is `seq`: ids start
+/// at `1-0`, so seq 0 is `1-0`. `None` past the largest id there is.
+///
+/// An entry holds a batch's events in order (runs stored before
+/// 2026-11-27 hold one each), and its id is its last event's, so
+/// `XRANGE` from `entry_id(from)` starts with the entry that holds `from`.
 pub(crate) fn entry_id(seq: Seq) -> Option<String> {
     seq.checked_add(1).map(|ms| format!("{ms}-0"))
 }
@@ -77,6 +81,60 @@ fn entry_seq(id: &str) -> Option<Seq> {
     id.split_once('-')
         .and_then(|(ms, _)| ms.parse::<u64>().ok())
         .and_then(|ms| ms.checked_sub(1))
+}
+
+/// The id of the first entry after entry `id`: every id weir writes is
+/// `<n>-0`, so the next is at least `<n + 1>-0`.
+pub(crate) fn next_entry_id(id: &str) -> Option<String> {
+    entry_seq(id)
+        .and_then(|seq| seq.checked_add(1))
+        .and_then(entry_id)
+}
+
+/// Most events in one stream entry.
+///
+/// Each `XADD` costs Redis's one thread about a microsecond beyond its
+/// bytes, so an append stores its batch as a few entries rather than one
+/// per event; a few, not one, so that a read from the middle of a batch
+/// (a resume) fetches little it does not need.
+pub(crate) const ENTRY_EVENTS: usize = 64;
+
+/// About the most bytes of events in one entry (one event may be larger:
+/// then it is an entry of its own).
+const ENTRY_BYTES: usize = 32 * 1024;
+
+/// One stream entry of an append: its id (its last event's) and its
+/// events, one line each, as announcements carry them.
+pub(crate) struct Entry {
+    pub(crate) id: String,
+    pub(crate) lines: Vec<u8>,
+}
+
+/// A batch's stream entries: its events, encoded once, in entries of up
+/// to [`ENTRY_EVENTS`] events and about [`ENTRY_BYTES`] bytes. The append
+/// script stores each entry's lines as they are and announces them as
+/// they are, so Redis does no work per event.
+pub(crate) fn entries(events: &[RunEvent]) -> Vec<Entry> {
+    use std::io::Write;
+    let mut entries = Vec::new();
+    let mut lines = Vec::new();
+    let mut in_entry = 0;
+    for (i, event) in events.iter().enumerate() {
+        let id = event.seq.saturating_add(1);
+        let _ = write!(lines, "{id}-0 {} ", event.ts);
+        serde_json::to_writer(&mut lines, &event.kind).expect("events serialize");
+        lines.push(b'\n');
+        in_entry += 1;
+        let last = i + 1 == events.len();
+        if last || in_entry == ENTRY_EVENTS || lines.len() >= ENTRY_BYTES {
+            entries.push(Entry {
+                id: format!("{id}-0"),
+                lines: std::mem::take(&mut lines),
+            });
+            in_entry = 0;
+        }
+    }
+    entries
 }
 
 /// A run's summary from its hash (`None` when the hash is empty: no run).
@@ -118,11 +176,55 @@ pub(crate) fn summary(
     }))
 }
 
-/// An event from its stream entry.
-pub(crate) fn event(run_id: &RunId, entry: &StreamId) -> Result<RunEvent, LogError> {
+/// The events of a stream entry from seq `from` on, at most `room` of
+/// them, onto `found`; only those are decoded. An entry is either a batch
+/// (field `e`: its events' lines) or, as runs stored before 2026-11-27
+/// are, one event (fields `ts` and `k`, its seq in the entry id).
+pub(crate) fn entry_events(
+    run_id: &RunId,
+    entry: &StreamId,
+    from: Seq,
+    room: usize,
+    found: &mut Vec<RunEvent>,
+) -> Result<(), LogError> {
     const DOING: &str = "reading events";
-    let seq = entry_seq(&entry.id)
-        .ok_or_else(|| corrupt(DOING, format!("run {run_id} has an entry {:?}", entry.id)))?;
+    let bad = |what: String| corrupt(DOING, format!("run {run_id} has {what}"));
+    let Some(last) = entry_seq(&entry.id) else {
+        return Err(bad(format!("an entry {:?}", entry.id)));
+    };
+    let Some(lines) = entry.get::<Vec<u8>>("e") else {
+        if room > 0 && last >= from {
+            found.push(single_event(run_id, last, entry)?);
+        }
+        return Ok(());
+    };
+    let wanted = found.len() + room;
+    for line in lines.split(|byte| *byte == b'\n') {
+        if found.len() == wanted {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let (id, rest) = split_once(line, b' ')
+            .ok_or_else(|| bad(format!("a malformed event in entry {}", entry.id)))?;
+        let seq = std::str::from_utf8(id)
+            .ok()
+            .and_then(entry_seq)
+            .ok_or_else(|| bad(format!("a malformed event in entry {}", entry.id)))?;
+        if seq < from {
+            continue;
+        }
+        let event = event_line(run_id, seq, rest)
+            .map_err(|problem| bad(format!("event {seq} {problem}")))?;
+        found.push(event);
+    }
+    Ok(())
+}
+
+/// An event stored one per entry (runs stored before 2026-11-27).
+fn single_event(run_id: &RunId, seq: Seq, entry: &StreamId) -> Result<RunEvent, LogError> {
+    const DOING: &str = "reading events";
     let ts: u64 = entry
         .get("ts")
         .ok_or_else(|| corrupt(DOING, format!("event {seq} of run {run_id} has no ts")))?;
@@ -143,25 +245,27 @@ pub(crate) fn event(run_id: &RunId, entry: &StreamId) -> Result<RunEvent, LogErr
     })
 }
 
-/// An event's stored body: its kind as JSON (one line: JSON escapes
-/// newlines).
-pub(crate) fn body(event: &RunEvent) -> String {
-    serde_json::to_string(&event.kind).expect("events serialize")
+/// An event from the rest of its line, `<ts> <body>`; the error says what
+/// is wrong with it.
+fn event_line(run_id: &RunId, seq: Seq, rest: &[u8]) -> Result<RunEvent, String> {
+    let (ts, body) = split_once(rest, b' ').ok_or("has no body")?;
+    let ts = std::str::from_utf8(ts)
+        .ok()
+        .and_then(|ts| ts.parse().ok())
+        .ok_or("has no valid ts")?;
+    let kind =
+        serde_json::from_slice(body).map_err(|error| format!("is not valid JSON: {error}"))?;
+    Ok(RunEvent {
+        run_id: run_id.clone(),
+        seq,
+        ts,
+        kind,
+    })
 }
 
-/// The announcement of an append (the append script writes the same when
-/// the writer sends none): the writing handle's name, the run, then one
-/// line per event, `<entry id> <ts> <body>`.
-pub(crate) fn announcement(origin: &str, events: &[RunEvent], bodies: &[String]) -> String {
-    use std::fmt::Write;
-    let size = bodies.iter().map(|body| body.len() + 44).sum::<usize>();
-    let mut text = String::with_capacity(origin.len() + 40 + size);
-    let _ = writeln!(text, "{origin}\n{}", events[0].run_id);
-    for (event, body) in events.iter().zip(bodies) {
-        let id = event.seq.saturating_add(1);
-        let _ = writeln!(text, "{id}-0 {} {body}", event.ts);
-    }
-    text
+fn split_once(bytes: &[u8], at: u8) -> Option<(&[u8], &[u8])> {
+    let i = bytes.iter().position(|byte| *byte == at)?;
+    Some((&bytes[..i], &bytes[i + 1..]))
 }
 
 /// An announcement's writer and run, read without decoding its events:
@@ -173,8 +277,9 @@ pub(crate) fn announced_run(text: &str) -> Option<(&str, RunId)> {
     Some((origin, run_id))
 }
 
-/// An announcement's events; `None` when it is not one (the channel is
-/// public to anyone who can reach Redis).
+/// An announcement's events (the script sends `<writer>\n<run>\n` and
+/// the entries' lines); `None` when it is not one (the channel is public
+/// to anyone who can reach Redis).
 pub(crate) fn parse_announcement(text: &str) -> Option<Vec<RunEvent>> {
     let mut lines = text.lines();
     let _origin = lines.next()?;
@@ -182,13 +287,7 @@ pub(crate) fn parse_announcement(text: &str) -> Option<Vec<RunEvent>> {
     let events = lines
         .map(|line| {
             let (id, rest) = line.split_once(' ')?;
-            let (ts, body) = rest.split_once(' ')?;
-            Some(RunEvent {
-                run_id: run_id.clone(),
-                seq: entry_seq(id)?,
-                ts: ts.parse().ok()?,
-                kind: serde_json::from_str(body).ok()?,
-            })
+            event_line(&run_id, entry_seq(id)?, rest.as_bytes()).ok()
         })
         .collect::<Option<Vec<_>>>()?;
     (!events.is_empty()).then_some(events)

@@ -132,17 +132,9 @@ pub(crate) struct Core {
     /// Each open run this handle appended to last, as it left it: the
     /// expected tail of its next append. Entries go at the run's terminal
     /// event, or when the tail proves stale.
-    tails: Mutex<HashMap<RunId, Written>>,
+    tails: Mutex<HashMap<RunId, LogTail>>,
     /// The keys of unreadable run records already reported (`check.rs`).
     reported: Mutex<HashSet<String>>,
-}
-
-/// A run this handle writes, as its last append left it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Written {
-    tail: LogTail,
-    /// Whether another node listened on the run's channel then.
-    followed: bool,
 }
 
 impl RedisLog {

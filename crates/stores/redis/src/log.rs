@@ -17,10 +17,12 @@ use weir_runtime::log::{
 
 use crate::bell::Writing;
 use crate::check::Kind;
-use crate::codec::{announcement, body, entry_id, event, failed, parse_state, state_name, summary};
+use crate::codec::{
+    Entry, entries, entry_events, entry_id, failed, next_entry_id, parse_state, state_name, summary,
+};
 use crate::follow::FollowedLog;
 use crate::scripts;
-use crate::{Core, RedisLog, Written};
+use crate::{Core, RedisLog};
 
 /// How often an append may find that another writer moved the log first
 /// before giving up; each retry re-checks the events against the new tail,
@@ -30,11 +32,22 @@ const MAX_RACES: usize = 32;
 /// Runs listed per round trip.
 const LIST_PAGE: isize = 256;
 
+/// Most events a read makes room for before it has them.
+const READ_AHEAD: usize = 1024;
+
+/// The entries a read of `limit` events asks for first: enough for full
+/// entries of a batch, and one more for the entry it starts inside; a
+/// log of smaller entries (a slow run, or one stored before entries held
+/// batches) is read on in further round trips.
+fn first_count(limit: usize) -> usize {
+    (limit.div_ceil(crate::codec::ENTRY_EVENTS) + 1).min(limit)
+}
+
 /// One append as the script is asked it.
 struct Appended<'a> {
     run_id: &'a RunId,
     events: &'a [RunEvent],
-    bodies: &'a [String],
+    entries: &'a [Entry],
     /// The tail it continues; `None`: the run does not exist yet.
     before: Option<LogTail>,
     after: LogTail,
@@ -85,23 +98,20 @@ impl Core {
         let Some(run_id) = append_target(&events).cloned() else {
             return Ok(());
         };
-        let bodies: Vec<String> = events.iter().map(body).collect();
+        let entries = entries(&events);
         for _ in 0..MAX_RACES {
             // The tail this node last wrote saves a round trip; the script
             // checks it, and only a tail read now may refuse the events.
             let cached = self.tails.lock().expect("tails lock").get(&run_id).copied();
             let current = match cached {
                 Some(written) => Some(written),
-                None => self.tail(&run_id).await?.map(|tail| Written {
-                    tail,
-                    followed: false,
-                }),
+                None => self.tail(&run_id).await?,
             };
             let created = match current {
                 Some(_) => None,
                 None => Some(run_started_by(&events)?),
             };
-            let before = current.map_or(LogTail::EMPTY, |written| written.tail);
+            let before = current.unwrap_or(LogTail::EMPTY);
             if self.stored_already(&run_id, before, &events).await? {
                 return Ok(());
             }
@@ -119,30 +129,23 @@ impl Core {
                     });
                 }
             };
-            let announce = current.is_some_and(|written| written.followed);
             let appended = Appended {
                 run_id: &run_id,
                 events: &events,
-                bodies: &bodies,
-                before: current.map(|written| written.tail),
+                entries: &entries,
+                before: current,
                 after,
                 created,
             };
-            match self.append_once(&appended, announce).await? {
-                Some(followed) => {
+            match self.append_once(&appended).await? {
+                true => {
                     match after.state.is_terminal() {
                         true => self.drop_tail(&run_id, Writing::Ended),
-                        false => self.remember_tail(
-                            &run_id,
-                            Written {
-                                tail: after,
-                                followed,
-                            },
-                        ),
+                        false => self.remember_tail(&run_id, after),
                     }
                     return Ok(());
                 }
-                None => self.forget_tail(&run_id),
+                false => self.forget_tail(&run_id),
             }
         }
         self.forget_tail(&run_id);
@@ -154,14 +157,9 @@ impl Core {
         })
     }
 
-    /// One try of the append script: `None` when another writer moved the
-    /// log first, else whether another node follows the run (then the
-    /// next append brings its announcement along).
-    async fn append_once(
-        &self,
-        appended: &Appended<'_>,
-        announce: bool,
-    ) -> Result<Option<bool>, LogError> {
+    /// One try of the append script: `false` when another writer moved the
+    /// log first.
+    async fn append_once(&self, appended: &Appended<'_>) -> Result<bool, LogError> {
         let keys = &self.keys;
         let run_id = appended.run_id;
         let events = appended.events;
@@ -196,18 +194,8 @@ impl Core {
             None => script.arg("").arg("").arg("").arg(""),
         };
         script.arg(run_id.as_str());
-        // Built here, on the writer, rather than by the script on the one
-        // Redis all nodes share; only when another node listened last time
-        // (else the script builds it, if anyone listens now).
-        script.arg(match announce {
-            true => announcement(&self.origin, events, appended.bodies),
-            false => String::new(),
-        });
-        for (event, body) in events.iter().zip(appended.bodies) {
-            // `advance` checked the seqs are dense from the tail, which
-            // is below u64::MAX, so each has an entry id.
-            let id = entry_id(event.seq).expect("a seq below the largest");
-            script.arg(id).arg(event.ts).arg(body);
+        for entry in appended.entries {
+            script.arg(&entry.id).arg(&entry.lines);
         }
         let answer: String = match script.invoke_async(&mut self.conn()).await {
             Ok(answer) => answer,
@@ -222,11 +210,7 @@ impl Core {
                 return Err(self.explained("appending events", error, &touched).await);
             }
         };
-        Ok(match answer.as_str() {
-            "ok" => Some(false),
-            "announced" => Some(true),
-            _ => None,
-        })
+        Ok(answer == "ok")
     }
 
     pub(crate) async fn read(
@@ -254,22 +238,40 @@ impl Core {
         if limit == 0 {
             return exists.await;
         }
-        let count = limit.min(i64::MAX as usize);
-        let reply: StreamRangeReply = match self
-            .conn()
-            .xrange_count(keys.events(run_id), start, "+", count)
-            .await
-        {
-            Ok(reply) => reply,
-            Err(error) => {
-                let touched = [(keys.events(run_id), Kind::Events)];
-                return Err(self.explained(DOING, error, &touched).await);
+        let mut found = Vec::with_capacity(limit.min(READ_AHEAD));
+        let mut start = start;
+        let (mut count, mut entries_read) = (first_count(limit), 0);
+        loop {
+            let reply: StreamRangeReply = match self
+                .conn()
+                .xrange_count(keys.events(run_id), &start, "+", count)
+                .await
+            {
+                Ok(reply) => reply,
+                Err(error) => {
+                    let touched = [(keys.events(run_id), Kind::Events)];
+                    return Err(self.explained(DOING, error, &touched).await);
+                }
+            };
+            for entry in &reply.ids {
+                entry_events(run_id, entry, from, limit - found.len(), &mut found)?;
             }
-        };
-        if reply.ids.is_empty() {
+            entries_read += reply.ids.len();
+            let next = reply.ids.last().and_then(|entry| next_entry_id(&entry.id));
+            match next {
+                Some(next) if found.len() < limit && reply.ids.len() == count => start = next,
+                _ => break,
+            }
+            // As many entries as the remaining events need at the sizes
+            // seen so far, and one more.
+            let per_entry = (found.len() / entries_read).max(1);
+            let left = limit - found.len();
+            count = (left.div_ceil(per_entry) + 1).min(left);
+        }
+        if found.is_empty() {
             return exists.await;
         }
-        reply.ids.iter().map(|entry| event(run_id, entry)).collect()
+        Ok(found)
     }
 
     /// The run's `resume_record` field: one round trip for both whether the
@@ -487,12 +489,12 @@ impl Core {
 impl Core {
     /// Keeps the tail this handle left the run at; while it has one, this
     /// handle writes the run, and its followers here need no doorbell.
-    fn remember_tail(&self, run_id: &RunId, written: Written) {
+    fn remember_tail(&self, run_id: &RunId, tail: LogTail) {
         let new = self
             .tails
             .lock()
             .expect("tails lock")
-            .insert(run_id.clone(), written)
+            .insert(run_id.clone(), tail)
             .is_none();
         if new {
             self.bell.set_writing(run_id, Writing::Started);

@@ -12,17 +12,17 @@ use redis::Script;
 /// and answers `moved`, and the writer checks again against the new tail.
 /// So of two concurrent terminal events exactly one is stored.
 ///
-/// Then it announces the events on the run's channel, but only when some
-/// node listens there (`bell.rs`), and answers `announced` rather than
-/// `ok`; the writer then builds the announcement of its next append (it is
-/// built here only when the writer did not know of a listener).
+/// The writer sends the events already encoded, a few stream entries per
+/// batch (`codec::entries`), so the script does no work per event: one
+/// `XADD` per entry. Then it announces them on the run's channel, but only
+/// when some node listens there (`bell.rs`): the entries' lines after the
+/// writer's name and the run.
 ///
 /// KEYS: run hash, events stream, runs index, open index, finished index.
 /// ARGV: expected events (`""`: the run must not exist, and is created),
 /// new events count, new state, updated ts, finished ts (`""` if open),
 /// the run's channel, the writer's name, tool, arguments, node, created
-/// ts, run id, the announcement (`""`: none), then (entry id, ts, body)
-/// per event.
+/// ts, run id, then (entry id, lines) per entry.
 pub(crate) static APPEND: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -35,8 +35,8 @@ if ARGV[1] == '' then
 elseif current ~= ARGV[1] then
   return 'moved'
 end
-for i = 14, #ARGV, 3 do
-  redis.call('XADD', KEYS[2], ARGV[i], 'ts', ARGV[i + 1], 'k', ARGV[i + 2])
+for i = 13, #ARGV, 2 do
+  redis.call('XADD', KEYS[2], ARGV[i], 'e', ARGV[i + 1])
 end
 redis.call('HSET', KEYS[1], 'events', ARGV[2], 'state', ARGV[3], 'updated_ts', ARGV[4])
 if ARGV[5] ~= '' then
@@ -45,22 +45,12 @@ if ARGV[5] ~= '' then
   redis.call('ZADD', KEYS[5], ARGV[5], ARGV[12])
 end
 if redis.call('PUBSUB', 'NUMSUB', ARGV[6])[2] == 0 then return 'ok' end
-local text = ARGV[13]
-if text == '' then
-  local parts = {ARGV[7], '\n', ARGV[12], '\n'}
-  for i = 14, #ARGV, 3 do
-    local n = #parts
-    parts[n + 1] = ARGV[i]
-    parts[n + 2] = ' '
-    parts[n + 3] = ARGV[i + 1]
-    parts[n + 4] = ' '
-    parts[n + 5] = ARGV[i + 2]
-    parts[n + 6] = '\n'
-  end
-  text = table.concat(parts)
+local parts = {ARGV[7], '\n', ARGV[12], '\n'}
+for i = 14, #ARGV, 2 do
+  parts[#parts + 1] = ARGV[i]
 end
-redis.call('PUBLISH', ARGV[6], text)
-return 'announced'
+redis.call('PUBLISH', ARGV[6], table.concat(parts))
+return 'ok'
 "#,
     )
 });

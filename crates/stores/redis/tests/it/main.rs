@@ -2,6 +2,7 @@
 //! against a real `redis-server` this binary starts (`server.rs`).
 
 mod contract;
+mod entries;
 mod hostile;
 mod server;
 mod shared;
