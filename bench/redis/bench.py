@@ -12,7 +12,11 @@ and a fresh Redis; the table shows medians. For each setup:
 - delivered/s: events over the time from the call to the last follower's
   terminal event, per follower, slowest shown;
 - resume ms: `GET /runs/{id}/events` with `Last-Event-ID` in the middle of
-  the finished run, to its first event, median of 20, on the last node.
+  the finished run, to its first event, median of 20, on the last node;
+- CPU ms: what the writing node, the other nodes and Redis spent from the
+  call to the slowest follower's end (from /proc), and Redis's
+  `INFO commandstats` over the same span (calls and µs per call of the
+  append script and the commands it runs), to tell whose CPU is the limit.
 
 Redis runs with AOF `appendfsync everysec` (the setting docs/operations.md recommends).
 """
@@ -162,8 +166,42 @@ def follow_counting(addr, run_id):
     return events - heartbeats, None, time.perf_counter() - began
 
 
-def measure(label, weir, nodes, count, size):
+def cpu_ms(pid):
+    """CPU time (user + system) a process has used so far, in ms."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def redis_cli(url, *args):
+    port = url.rsplit(":", 1)[1].split("/")[0]
+    try:
+        return subprocess.run(["redis-cli", "-p", port, *args], capture_output=True,
+                              text=True, timeout=10).stdout
+    except FileNotFoundError:
+        return ""
+
+
+def command_stats(url):
+    """Calls and µs per call of the commands an append runs, from INFO."""
+    stats = {}
+    for line in redis_cli(url, "INFO", "commandstats").splitlines():
+        if not line.startswith("cmdstat_"):
+            continue
+        name, _, values = line[8:].partition(":")
+        if name in ("evalsha", "eval", "xadd", "xrange", "publish", "hset", "hget"):
+            fields = dict(kv.split("=") for kv in values.split(","))
+            stats[name] = {"calls": int(fields["calls"]),
+                           "usec_per_call": float(fields["usec_per_call"])}
+    return stats
+
+
+def measure(label, weir, nodes, count, size, redis=None):
     addrs = [addr for _, addr in nodes]
+    pids = [child.pid for child, _ in nodes] + ([redis[0].pid] if redis else [])
+    if redis:
+        redis_cli(redis[1], "CONFIG", "RESETSTAT")
+    cpu_before = [cpu_ms(pid) for pid in pids]
     found = {}
     run_id_box = []
     ready = threading.Event()
@@ -181,6 +219,10 @@ def measure(label, weir, nodes, count, size):
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - began
+    spent = [cpu_ms(pid) - before for pid, before in zip(pids, cpu_before)]
+    cpu = {"writer": spent[0], "other nodes": sum(spent[1:len(addrs)]),
+           "redis": spent[len(addrs)] if redis else None}
+    stats = command_stats(redis[1]) if redis else {}
     run = run_summary(addrs[-1], run_id_box[0])
     span_ms = max(1, run["finished_ts"] - run["created_ts"])
     events = run["events"]
@@ -198,6 +240,7 @@ def measure(label, weir, nodes, count, size):
         "delivered_per_s_slowest": min(delivered),
         "followers": len(addrs),
         "resume_ms_median": statistics.median(resumes),
+        "cpu_ms": cpu, "redis_commands": stats,
     }
     print(f"  {label}: {json.dumps(row)}", file=sys.stderr)
     return row
@@ -225,12 +268,12 @@ def one_rep(label, weir, tmp, count, size):
         children.append(redis)
         one = [start_node(weir, os.path.join(tmp, "r1"), url, "solo")]
         children += [c for c, _ in one]
-        rows.append(measure("Redis, 1 node", weir, one, count, size))
+        rows.append(measure("Redis, 1 node", weir, one, count, size, (redis, url)))
         for c, _ in one:
             c.kill()
         three = [start_node(weir, os.path.join(tmp, f"r3{n}"), url, n) for n in "abc"]
         children += [c for c, _ in three]
-        rows.append(measure("Redis, 3 nodes", weir, three, count, size))
+        rows.append(measure("Redis, 3 nodes", weir, three, count, size, (redis, url)))
     finally:
         for child in children:
             child.kill()
@@ -238,6 +281,11 @@ def one_rep(label, weir, tmp, count, size):
     for row in rows:
         row["binary"] = label
     return rows
+
+
+def median_or_none(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
 
 
 def summarize(rows):
@@ -256,8 +304,15 @@ def summarize(rows):
             "delivered_per_s_slowest": statistics.median(r["delivered_per_s_slowest"] for r in reps),
             "resume_ms_median": statistics.median(r["resume_ms_median"] for r in reps),
             "resume_ms_max": max(r["resume_ms_median"] for r in reps),
+            "cpu_ms": {who: median_or_none([r["cpu_ms"][who] for r in reps])
+                       for who in ("writer", "other nodes", "redis")},
         })
     return table
+
+
+def cpu_cell(cpu):
+    return " / ".join("—" if cpu[who] is None else f"{cpu[who]:.0f}"
+                      for who in ("writer", "other nodes", "redis"))
 
 
 def main():
@@ -285,8 +340,9 @@ def main():
         f"median of {args.reps} round(s), binaries interleaved; load average {' '.join(load_before)} "
         f"before, {' '.join(load_after)} after.",
         "",
-        "| binary | store | nodes | events | appended/s (min–max) | delivered/s (slowest follower) | resume (median ms) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| binary | store | nodes | events | appended/s (min–max) | delivered/s (slowest follower) "
+        "| resume (median ms) | CPU ms: writer / other nodes / Redis |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in table:
         spread = (f" ({row['appended_min']:,.0f}–{row['appended_max']:,.0f})"
@@ -294,7 +350,8 @@ def main():
         lines.append(
             f"| {row['binary']} | {row['setup']} | {row['nodes']} | {row['events']:,} "
             f"| {row['appended_per_s']:,.0f}{spread} "
-            f"| {row['delivered_per_s_slowest']:,.0f} | {row['resume_ms_median']:.1f} |")
+            f"| {row['delivered_per_s_slowest']:,.0f} | {row['resume_ms_median']:.1f} "
+            f"| {cpu_cell(row['cpu_ms'])} |")
     text = "\n".join(lines)
     print(text)
     results = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
