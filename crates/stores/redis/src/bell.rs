@@ -286,16 +286,13 @@ impl Listener {
     /// Hands another handle's announced events to the hub: only for runs
     /// followed here, and decoded only then.
     fn hear(&self, payload: &[u8], origin: &str, hub: &LiveHub) {
-        let Ok(text) = std::str::from_utf8(payload) else {
+        let Some((from, run_id, lines)) = announced_run(payload) else {
             return;
         };
-        let Some((from, run_id)) = announced_run(text) else {
-            return;
-        };
-        if from == origin || !self.runs.followed(&run_id) {
+        if from == origin.as_bytes() || !self.runs.followed(&run_id) {
             return;
         }
-        if let Some(events) = parse_announcement(text) {
+        if let Some(events) = parse_announcement(&run_id, lines) {
             hub.publish(events.into());
         }
     }

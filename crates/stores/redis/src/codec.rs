@@ -268,26 +268,28 @@ fn split_once(bytes: &[u8], at: u8) -> Option<(&[u8], &[u8])> {
     Some((&bytes[..i], &bytes[i + 1..]))
 }
 
-/// An announcement's writer and run, read without decoding its events:
-/// the listener skips its own and those of runs nobody here follows.
-pub(crate) fn announced_run(text: &str) -> Option<(&str, RunId)> {
-    let mut lines = text.lines();
-    let origin = lines.next()?;
-    let run_id = RunId::parse(lines.next()?).ok()?;
-    Some((origin, run_id))
+/// An announcement's writer and run, and the lines of its events, split
+/// without decoding them: the listener skips its own and those of runs
+/// nobody here follows. Bytes throughout: the events' JSON is checked as
+/// it is decoded, so the whole payload is not checked for UTF-8 first.
+pub(crate) fn announced_run(payload: &[u8]) -> Option<(&[u8], RunId, &[u8])> {
+    let (origin, rest) = split_once(payload, b'\n')?;
+    let (run, lines) = split_once(rest, b'\n')?;
+    let run_id = RunId::parse(std::str::from_utf8(run).ok()?).ok()?;
+    Some((origin, run_id, lines))
 }
 
-/// An announcement's events (the script sends `<writer>\n<run>\n` and
-/// the entries' lines); `None` when it is not one (the channel is public
-/// to anyone who can reach Redis).
-pub(crate) fn parse_announcement(text: &str) -> Option<Vec<RunEvent>> {
-    let mut lines = text.lines();
-    let _origin = lines.next()?;
-    let run_id = RunId::parse(lines.next()?).ok()?;
+/// An announcement's events from its lines ([`announced_run`]); `None`
+/// when they are not events (the channel is public to anyone who can
+/// reach Redis).
+pub(crate) fn parse_announcement(run_id: &RunId, lines: &[u8]) -> Option<Vec<RunEvent>> {
     let events = lines
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !line.is_empty())
         .map(|line| {
-            let (id, rest) = line.split_once(' ')?;
-            event_line(&run_id, entry_seq(id)?, rest.as_bytes()).ok()
+            let (id, rest) = split_once(line, b' ')?;
+            let seq = entry_seq(std::str::from_utf8(id).ok()?)?;
+            event_line(run_id, seq, rest).ok()
         })
         .collect::<Option<Vec<_>>>()?;
     (!events.is_empty()).then_some(events)
