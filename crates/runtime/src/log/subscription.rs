@@ -119,8 +119,10 @@ impl Subscription {
             .live
             .get_or_insert_with(|| hub.listen(&self.run_id, self.next_seq));
         // Every publish from here on wakes `changed`: none falls between
-        // looking (in the tail or the store) and waiting.
-        live.mark_seen();
+        // looking (in the tail or the store) and waiting after it.
+        if self.step != Step::Wait {
+            live.mark_seen();
+        }
         match self.step {
             Step::Tail => match hub.take(live, self.next_seq) {
                 Taken::Events(events) => {
