@@ -25,7 +25,8 @@ impl Keys {
         format!("{}run:{run_id}", self.prefix)
     }
 
-    /// A stream: the run's events, entry id `<seq + 1>-0`.
+    /// A stream: the run's events, a few per entry, each entry's id
+    /// `<seq + 1>-0` of its last event (`codec::entries`).
     pub(crate) fn events(&self, run_id: &RunId) -> String {
         format!("{}events:{run_id}", self.prefix)
     }

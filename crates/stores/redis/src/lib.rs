@@ -4,9 +4,10 @@
 //!
 //! **For:** [`RedisLog`], an [`EventLog`] on one Redis server (standalone or
 //! a primary with replicas; not Redis Cluster), opened with
-//! [`RedisLog::open`] and [`RedisOptions`]. Each run is one stream whose
-//! entry ids are derived from the dense seq (`<seq + 1>-0`), its summary a
-//! hash, the run index sorted sets. Every append is one Lua script that
+//! [`RedisLog::open`] and [`RedisOptions`]. Each run is one stream of a
+//! few entries per append (up to 64 events each, its id derived from its
+//! last event's dense seq, `<seq + 1>-0`), its summary a hash, the run
+//! index sorted sets. Every append is one Lua script that
 //! checks the run's tail has not moved since the writer checked the events
 //! against it, so writers on several nodes never break a log: exactly one
 //! terminal event wins; a writer keeps its runs' tails, so an append is one
