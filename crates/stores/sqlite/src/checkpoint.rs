@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use rusqlite::Connection;
 use weir_runtime::LogError;
@@ -30,10 +30,11 @@ pub(crate) fn start(
     let checkpointer = connection::open(path, durability)?;
     let (nudge, nudged) = mpsc::sync_channel::<()>(1);
     let size = WalSize::default();
-    let seen = size.clone();
+    let seen = size.frames.clone();
+    let turn = size.turn.clone();
     writer
         .wal_hook(Some(move |_: &mut _, pages| {
-            seen.0.store(pages, Ordering::Relaxed);
+            seen.store(pages, Ordering::Relaxed);
             if pages >= CHECKPOINT_PAGES {
                 // Full means a checkpoint is already due.
                 let _ = nudge.try_send(());
@@ -45,7 +46,7 @@ pub(crate) fn start(
         .name("weir-sqlite-checkpoint".into())
         .spawn(move || {
             while nudged.recv().is_ok() {
-                catch_up(&checkpointer);
+                catch_up(&checkpointer, &turn);
             }
         })
         .map_err(|error| LogError::Storage {
@@ -58,9 +59,13 @@ pub(crate) fn start(
 /// WAL frames past which the writer finishes the checkpoint itself.
 const WRITER_CATCHES_UP_AT: std::ffi::c_int = 4 * CHECKPOINT_PAGES;
 
-/// Frames in the WAL after the writer's last commit.
-#[derive(Clone, Default)]
-pub(crate) struct WalSize(Arc<AtomicI32>);
+/// Frames in the WAL after the writer's last commit, and the turn the
+/// checkpoint thread and the writer take to checkpoint (one pass at a time).
+#[derive(Default)]
+pub(crate) struct WalSize {
+    frames: Arc<AtomicI32>,
+    turn: Arc<Mutex<()>>,
+}
 
 impl WalSize {
     /// Called by the writer between transactions, after it has answered
@@ -68,18 +73,22 @@ impl WalSize {
     /// WAL has grown past [`WRITER_CATCHES_UP_AT`], copies whatever the
     /// checkpoint thread has not, so that the next commit starts the WAL
     /// over. The checkpoint thread alone rarely lets it: its pass ends just
-    /// after the writer has committed again. Passive, like the thread's; if
-    /// the thread is in the middle of a pass this does nothing and the next
-    /// commit asks again.
+    /// after the writer has committed again. Passive, like the thread's,
+    /// but it waits for the thread's pass in progress to end rather than
+    /// give up: giving up, a writer faster than the thread's passes (1 KB
+    /// items, encoded without JSON) grew the WAL past 160 MB. No commit can
+    /// land while the writer copies, so its pass copies every frame unless
+    /// a reader holds an older snapshot.
     pub(crate) fn bound(&self, writer: &Connection) {
-        if self.0.load(Ordering::Relaxed) < WRITER_CATCHES_UP_AT {
+        if self.frames.load(Ordering::Relaxed) < WRITER_CATCHES_UP_AT {
             return;
         }
+        let _turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
         let passive = rusqlite::wal::CheckpointMode::PASSIVE;
         if let Ok((frames, copied)) = writer.wal_checkpoint_v2(None::<&str>, passive)
             && copied >= frames
         {
-            self.0.store(0, Ordering::Relaxed);
+            self.frames.store(0, Ordering::Relaxed);
         }
     }
 }
@@ -97,17 +106,21 @@ const MAX_PASSES: usize = 64;
 ///
 /// Passive: never waits, never blocks a writer. A failure loses nothing
 /// (the WAL keeps every frame); the next nudge tries again.
-fn catch_up(checkpointer: &Connection) {
+fn catch_up(checkpointer: &Connection, turn: &Mutex<()>) {
     let passive = rusqlite::wal::CheckpointMode::PASSIVE;
     let mut last = None;
     for _ in 0..MAX_PASSES {
-        match checkpointer.wal_checkpoint_v2(None::<&str>, passive) {
+        let pass = {
+            let _turn = turn.lock().unwrap_or_else(PoisonError::into_inner);
+            checkpointer.wal_checkpoint_v2(None::<&str>, passive)
+        };
+        match pass {
             // (frames in the WAL, frames copied): all copied, or no further
             // than the last pass (a reader holds an older snapshot).
             Ok((frames, copied)) if copied >= frames || last == Some((frames, copied)) => return,
             Ok(progress) => last = Some(progress),
-            // Another checkpoint is running (the writer's, see
-            // `WalSize::bound`): it copies what this one would.
+            // Another checkpoint is running (another handle's or process's
+            // on the same file): it copies what this one would.
             Err(rusqlite::Error::SqliteFailure(error, _))
                 if error.code == rusqlite::ErrorCode::DatabaseBusy =>
             {

@@ -20,7 +20,8 @@
 //! on a pool of read-only connections on tokio's blocking pool (`read.rs`,
 //! `queries.rs`). `schema.rs` holds the tables (a run's arguments are
 //! written once: in its row while pending, then in its `started` event) and
-//! their migrations. The
+//! their migrations; `body.rs` how an event's body is stored (a partial
+//! result of text blocks as a compact BLOB, any other event as JSON). The
 //! rules every store shares (artifact names, digests, which run an append
 //! creates) come from [`weir_runtime::log::kit`], and the crate's tests run
 //! the contract suite every store passes (`weir_runtime::store_contract`).
@@ -51,6 +52,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod body;
 mod checkpoint;
 mod connection;
 mod queries;

@@ -9,6 +9,7 @@ use weir_runtime::LogError;
 use weir_runtime::log::kit::clamp_range;
 use weir_runtime::log::{RunFilter, RunSummary};
 
+use crate::body;
 use crate::connection::db;
 
 /// Up to `limit` events of `run_id` from seq `from` on.
@@ -29,21 +30,17 @@ pub(crate) fn events(
     // Seqs are SQLite integers (i64). A `from` past i64::MAX is past every
     // event a log can hold; cast, it would turn negative and match them all.
     let from = i64::try_from(from).unwrap_or(i64::MAX);
-    let rows = stmt
-        .query_map(params![run_id.as_str(), from, limit], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, i64>(1)?,
-                row.get::<_, String>(2)?,
-            ))
-        })
+    let mut rows = stmt
+        .query(params![run_id.as_str(), from, limit])
         .map_err(db(doing))?;
     let mut events = Vec::new();
-    for row in rows {
-        let (seq, ts, body) = row.map_err(db(doing))?;
-        let kind: EventKind = serde_json::from_str(&body).map_err(|error| LogError::Storage {
+    while let Some(row) = rows.next().map_err(db(doing))? {
+        let seq: i64 = row.get(0).map_err(db(doing))?;
+        let ts: i64 = row.get(1).map_err(db(doing))?;
+        let body = row.get_ref(2).map_err(db(doing))?;
+        let kind = body::decode(body).map_err(|error| LogError::Storage {
             doing,
-            message: format!("event {seq} of run {run_id} is not valid JSON: {error}"),
+            message: format!("event {seq} of run {run_id} cannot be read: {error}"),
         })?;
         events.push(RunEvent {
             run_id: run_id.clone(),

@@ -10,7 +10,7 @@ use crate::queries::started_arguments;
 
 /// Bump when the schema changes; a newer file is refused, not misread, and
 /// an older one is migrated when opened.
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 /// `runs.arguments` is NULL when the run's arguments are those of its
 /// `started` event (seq 0), which then keeps the only copy: a run's
@@ -25,6 +25,11 @@ const SCHEMA_VERSION: i64 = 7;
 /// (`NewRun::resume_record`), NULL when it has none (schema 6).
 /// `runs.client` is what the program that asked for the run called itself
 /// (`NewRun::client`), NULL when it did not say (schema 7).
+///
+/// `events.body` is the event's JSON text, or (schema 8) a BLOB in the
+/// compact form of `body.rs` for a partial result of text blocks. A schema 7
+/// file needs no rewriting: its bodies are all JSON text, which still reads;
+/// the version goes up so that an older weir refuses a file it would misread.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     run_key     INTEGER PRIMARY KEY,

@@ -8,6 +8,7 @@ use weir_runtime::LogError;
 use weir_runtime::log::kit::{append_target, run_started_by, sha256_hex};
 use weir_runtime::log::{Batch, NewRun};
 
+use crate::body;
 use crate::connection::db;
 
 /// Per open run: its key in `runs` and its tail. Dropped at the terminal event.
@@ -77,11 +78,9 @@ pub(crate) fn append(
     let mut insert = conn
         .prepare_cached("INSERT INTO events (run_key, seq, ts, body) VALUES (?1, ?2, ?3, ?4)")
         .map_err(db(doing))?;
-    let mut body = Vec::with_capacity(256);
+    let mut buffer = Vec::with_capacity(256);
     for event in events.iter() {
-        body.clear();
-        serde_json::to_writer(&mut body, &event.kind).expect("events serialize");
-        let body = std::str::from_utf8(&body).expect("JSON is UTF-8");
+        let body = body::encode(&event.kind, &mut buffer);
         insert
             .execute(params![run_key, event.seq as i64, event.ts as i64, body])
             .map_err(db(doing))?;

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use weir_core::{Completed, EventKind, RunEvent, Started};
+use weir_core::{Completed, Content, EventKind, Partial, RunEvent, Started};
 use weir_runtime::EventLog;
 use weir_runtime::log::{NewRun, RunFilter, RunSummary};
 use weir_runtime::store_contract::support::{body_event, events, run_id, started};
@@ -236,7 +236,7 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!((version, without_rowid), (7, 0));
+    assert_eq!((version, without_rowid), (8, 0));
 }
 
 /// A log written by schema 2 (every run's arguments in its row as well as in
@@ -267,7 +267,7 @@ async fn a_schema_2_log_is_migrated_with_every_summary() {
             Some(summary)
         );
     }
-    assert_eq!(user_version(&path), 7);
+    assert_eq!(user_version(&path), 8);
     assert_eq!(
         stored_arguments(&path),
         [
@@ -299,7 +299,7 @@ async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
     assert_eq!(user_version(&path), 3);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 7);
+    assert_eq!(user_version(&path), 8);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.owner.is_none()));
@@ -341,7 +341,7 @@ async fn a_schema_4_log_is_migrated_with_runs_that_have_no_parent() {
     assert_eq!(user_version(&path), 4);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 7);
+    assert_eq!(user_version(&path), 8);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.parent.is_none()));
@@ -373,7 +373,7 @@ async fn a_schema_5_log_is_migrated_with_runs_that_have_no_resume_record() {
     assert_eq!(user_version(&path), 5);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 7);
+    assert_eq!(user_version(&path), 8);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     for (summary, events) in summaries.iter().zip(&logs) {
@@ -404,7 +404,7 @@ async fn a_schema_6_log_is_migrated_with_runs_that_have_no_client() {
     assert_eq!(user_version(&path), 6);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 7);
+    assert_eq!(user_version(&path), 8);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.client.is_none()));
@@ -418,6 +418,128 @@ async fn a_schema_6_log_is_migrated_with_runs_that_have_no_client() {
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
     let named = log.get_run(&run_id("named")).await.unwrap().unwrap();
     assert_eq!(named.client.as_deref(), Some("claude-code/2.1"));
+}
+
+fn text_partial(text: &str) -> EventKind {
+    EventKind::Partial(Partial {
+        content: vec![Content::text(text)],
+        ..Partial::default()
+    })
+}
+
+/// The SQLite type of each stored body of `run`, in seq order.
+fn body_types(path: &Path, run: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT typeof(e.body) FROM events e JOIN runs r ON r.run_key = e.run_key
+             WHERE r.run_id = ?1 ORDER BY e.seq",
+        )
+        .unwrap();
+    stmt.query_map([run], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// A partial result of text blocks (a streaming tool's item) is stored as a
+/// compact BLOB, every other event as JSON text, and both read back as
+/// written, with text that JSON would escape.
+#[tokio::test]
+async fn a_text_partial_is_stored_compact_and_every_other_event_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let run = run_id("mixed");
+    let grouped = EventKind::Partial(Partial {
+        content: vec![Content::text("in a group")],
+        group: Some("g".into()),
+        ..Partial::default()
+    });
+    let written = events(
+        &run,
+        0,
+        vec![
+            started("t"),
+            text_partial("00000001:xxxx"),
+            body_event(1, 2),
+            text_partial("\"quoted\"\n\\ é 😀 \u{1}"),
+            grouped,
+            done(),
+        ],
+    );
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    log.append(written.clone().into()).await.unwrap();
+    assert_eq!(log.read(&run, 0, 100).await.unwrap(), written);
+    assert_eq!(log.read(&run, 3, 1).await.unwrap(), written[3..4]);
+    assert_eq!(
+        body_types(&path, "mixed"),
+        ["text", "blob", "text", "blob", "text", "text"]
+    );
+}
+
+/// A schema 7 log (every body JSON text, as schema 7 wrote them) opens on
+/// schema 8 with every event as it was, and a run it held goes on with
+/// compact bodies beside its JSON ones.
+#[tokio::test]
+async fn a_schema_7_log_is_migrated_with_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let (summaries, logs) = runs_of_every_kind_written(&path).await;
+    let run = run_id("streaming");
+    let before = events(
+        &run,
+        0,
+        vec![started("t"), text_partial("one"), text_partial("two \"2\"")],
+    );
+    {
+        // What schema 7 wrote: the JSON text of each event, text partials too.
+        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+        log.append(before[..1].to_vec().into()).await.unwrap();
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let run_key: i64 = conn
+        .query_row(
+            "SELECT run_key FROM runs WHERE run_id = 'streaming'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    for event in &before[1..] {
+        conn.execute(
+            "INSERT INTO events (run_key, seq, ts, body) VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![
+                run_key,
+                event.seq as i64,
+                event.ts as i64,
+                serde_json::to_string(&event.kind).unwrap()
+            ],
+        )
+        .unwrap();
+    }
+    conn.execute_batch(
+        "UPDATE runs SET state = 'working', next_seq = 3 WHERE run_id = 'streaming';
+         PRAGMA user_version = 7;",
+    )
+    .unwrap();
+    drop(conn);
+    assert_eq!(body_types(&path, "streaming"), ["text", "text", "text"]);
+
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(user_version(&path), 8);
+    for (summary, events) in summaries.iter().zip(&logs) {
+        assert_eq!(&log.read(&summary.run_id, 0, 100).await.unwrap(), events);
+    }
+    assert_eq!(log.read(&run, 0, 100).await.unwrap(), before);
+    let after = events(&run, 3, vec![text_partial("three"), done()]);
+    log.append(after.clone().into()).await.unwrap();
+    drop(log);
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let all: Vec<_> = before.into_iter().chain(after).collect();
+    assert_eq!(log.read(&run, 0, 100).await.unwrap(), all);
+    assert_eq!(
+        body_types(&path, "streaming"),
+        ["text", "text", "text", "blob", "text"]
+    );
 }
 
 /// A run's arguments are written once: in its row while it is pending, in
