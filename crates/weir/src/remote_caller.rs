@@ -267,6 +267,12 @@ impl ClientCaller {
         Some(slot)
     }
 
+    /// Whether `server` gives each caller a connection of its own (so a
+    /// call must say whose it is).
+    pub(crate) fn per_caller(&self, server: &str) -> bool {
+        self.callers.contains_key(server)
+    }
+
     /// Every upstream's health, by name (`get_status`'s `upstreams`).
     pub(crate) fn status(&self) -> Value {
         let upstreams: serde_json::Map<String, Value> = self
@@ -596,6 +602,25 @@ fn session_lost(error: &ClientError) -> bool {
     }
 }
 
+/// Where a call's reports (progress, partial results, log messages) go.
+/// A run's tool records them in its log as they come (no hand-over to
+/// another loop per notification); [`RemoteCaller::call`]'s caller reads
+/// them from a channel.
+#[async_trait]
+pub(crate) trait Reports: Send + Sync {
+    /// Takes one report; `Err` ends the call (with that error).
+    async fn report(&self, kind: EventKind) -> Result<(), RunError>;
+}
+
+#[async_trait]
+impl Reports for mpsc::Sender<EventKind> {
+    async fn report(&self, kind: EventKind) -> Result<(), RunError> {
+        // A receiver that is gone does not stop the call.
+        let _ = self.send(kind).await;
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl RemoteCaller for ClientCaller {
     fn servers(&self) -> Vec<String> {
@@ -610,14 +635,15 @@ impl RemoteCaller for ClientCaller {
         timeout: Option<Duration>,
         events: mpsc::Sender<EventKind>,
     ) -> Result<Completed, RunError> {
-        self.call_as(server, None, tool, arguments, timeout, events)
+        self.call_as(server, None, tool, arguments, timeout, &events)
             .await
     }
 }
 
 impl ClientCaller {
     /// [`RemoteCaller::call`] for `caller` (the name of its credential):
-    /// on its own connection when `server` is per-caller.
+    /// on its own connection when `server` is per-caller; its reports go
+    /// to `reports`, in order.
     pub(crate) async fn call_as(
         &self,
         server: &str,
@@ -625,7 +651,7 @@ impl ClientCaller {
         tool: &str,
         arguments: Value,
         timeout: Option<Duration>,
-        events: mpsc::Sender<EventKind>,
+        reports: &dyn Reports,
     ) -> Result<Completed, RunError> {
         let slot = self.slot(server, caller);
         let slot = slot.as_ref();
@@ -636,12 +662,12 @@ impl ClientCaller {
             (a, b) => a.or(b),
         };
         let _permit = match slot.and_then(|slot| slot.permits.as_ref()) {
-            Some(permits) => Some(take_turn(server, permits, &events).await),
+            Some(permits) => Some(take_turn(server, permits, reports).await?),
             None => None,
         };
         let _counted = slot.map(|slot| InFlight::start(slot));
         let outcome = self
-            .call_now(server, slot, tool, arguments, timeout, events)
+            .call_now(server, slot, tool, arguments, timeout, reports)
             .await;
         if outcome.is_err()
             && let Some(slot) = slot
@@ -657,13 +683,13 @@ impl ClientCaller {
 async fn take_turn<'a>(
     server: &str,
     permits: &'a Semaphore,
-    events: &mpsc::Sender<EventKind>,
-) -> tokio::sync::SemaphorePermit<'a> {
+    reports: &dyn Reports,
+) -> Result<tokio::sync::SemaphorePermit<'a>, RunError> {
     if let Ok(permit) = permits.try_acquire() {
-        return permit;
+        return Ok(permit);
     }
-    let _ = events
-        .send(
+    reports
+        .report(
             Log {
                 level: LogLevel::Info,
                 stream: LogStream::default(),
@@ -673,11 +699,11 @@ async fn take_turn<'a>(
             }
             .into(),
         )
-        .await;
-    permits
+        .await?;
+    Ok(permits
         .acquire()
         .await
-        .expect("the semaphore is never closed")
+        .expect("the semaphore is never closed"))
 }
 
 impl ClientCaller {
@@ -689,7 +715,7 @@ impl ClientCaller {
         tool: &str,
         arguments: Value,
         timeout: Option<Duration>,
-        events: mpsc::Sender<EventKind>,
+        reports: &dyn Reports,
     ) -> Result<Completed, RunError> {
         // A session the upstream lost is made again once, and the call,
         // which the upstream refused unrun, sent on it.
@@ -726,8 +752,7 @@ impl ClientCaller {
                     },
                 };
                 reported_any = true;
-                // A receiver that is gone does not stop the call.
-                let _ = events.send(forwarded).await;
+                reports.report(forwarded).await?;
             }
         }
     }

@@ -23,12 +23,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use weir_core::{Completed, EventKind, FailureCode, RunError};
 use weir_mcp::McpServer;
 use weir_runtime::{Heartbeat, RemoteCaller, RunContext, Scheduler, Tool, ToolInfo};
 
-use crate::remote_caller::ClientCaller;
+use crate::remote_caller::{ClientCaller, Reports};
 
 /// Between an upstream's name and its tool's, in the name weir serves.
 pub(crate) const SEPARATOR: &str = "__";
@@ -260,57 +259,87 @@ impl Tool for UpstreamTool {
     }
 
     async fn run(&self, ctx: RunContext, arguments: Value) -> Result<Completed, RunError> {
-        let (events, mut reported) = mpsc::channel(64);
+        // A per-caller upstream serves each credential on its own process.
+        // Only then is the run's owner looked up: it is a read of the
+        // store, which every call would wait on before the upstream hears
+        // of it (a quarter of a millisecond on SQLite).
+        let owner = match self.caller.per_caller(&self.server) {
+            true => ctx.owner().await,
+            false => None,
+        };
+        let reports = ToRun {
+            ctx: &ctx,
+            heart: std::sync::Mutex::new(Heartbeat::new(self.heartbeat)),
+        };
         // The scheduler's time limit applies; dropping this future (cancel,
         // time limit) cancels the call on the upstream.
-        // A per-caller upstream serves each credential on its own process.
-        let owner = ctx.owner().await;
         let call = self.caller.call_as(
             &self.server,
             owner.as_deref(),
             &self.tool,
             arguments,
             None,
-            events,
+            &reports,
         );
         tokio::pin!(call);
-        let mut heart = Heartbeat::new(self.heartbeat);
         // One timer for the whole call, moved on only when it fires: a
-        // timer made (and registered) per loop turn costs more than the
-        // upstream's notification it waits beside. It may fire early (the
-        // upstream spoke meanwhile): it is then set to the new due time.
-        let timer = tokio::time::sleep_until(heart.due());
+        // timer made (and registered) per notification costs more than the
+        // notification. It may fire early (the upstream spoke meanwhile):
+        // it is then set to the new due time.
+        let timer = tokio::time::sleep_until(reports.due());
         tokio::pin!(timer);
         loop {
             tokio::select! {
-                // What the upstream said before its result goes first.
+                // The call records what the upstream says as it comes, so
+                // all of it is in the log before its result.
                 biased;
-                Some(kind) = reported.recv() => {
-                    heart.saw(&kind);
-                    emit(&ctx, kind).await?;
-                }
-                ended = &mut call => {
-                    // The call has returned: all it reported is queued.
-                    while let Ok(kind) = reported.try_recv() {
-                        emit(&ctx, kind).await?;
-                    }
-                    return ended;
-                }
+                ended = &mut call => return ended,
                 () = &mut timer => {
-                    if heart.due() > tokio::time::Instant::now() {
-                        timer.as_mut().reset(heart.due());
+                    let due = reports.due();
+                    if due > tokio::time::Instant::now() {
+                        timer.as_mut().reset(due);
                         continue;
                     }
-                    let quiet = heart.quiet_for().as_secs();
-                    let beat = heart.beat(format!(
-                        "still working: no progress from the upstream {} for {quiet} s",
-                        self.server
-                    ));
+                    let beat = {
+                        let mut heart = reports.heart();
+                        let quiet = heart.quiet_for().as_secs();
+                        heart.beat(format!(
+                            "still working: no progress from the upstream {} for {quiet} s",
+                            self.server
+                        ))
+                    };
                     emit(&ctx, beat.into()).await?;
-                    timer.as_mut().reset(heart.due());
+                    timer.as_mut().reset(reports.due());
                 }
             }
         }
+    }
+}
+
+/// A call's reports, recorded in its run's log as they come; what they
+/// say of progress keeps the heartbeat quiet.
+struct ToRun<'a> {
+    ctx: &'a RunContext,
+    heart: std::sync::Mutex<Heartbeat>,
+}
+
+impl ToRun<'_> {
+    fn heart(&self) -> std::sync::MutexGuard<'_, Heartbeat> {
+        self.heart
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn due(&self) -> tokio::time::Instant {
+        self.heart().due()
+    }
+}
+
+#[async_trait]
+impl Reports for ToRun<'_> {
+    async fn report(&self, kind: EventKind) -> Result<(), RunError> {
+        self.heart().saw(&kind);
+        emit(self.ctx, kind).await
     }
 }
 

@@ -1,8 +1,11 @@
 //! The typed data a caller sees: call events, results, tool descriptions,
 //! and their conversion from MCP's wire JSON (the one place that reads it).
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use weir_core::{Content, LogLevel};
 use weir_mcp_wire::revision::meta_key;
 
@@ -258,9 +261,58 @@ pub(crate) fn result_from_wire(mut result: Value) -> Result<CallResult, ClientEr
     })
 }
 
+/// A `CallToolResult` from the text the server wrote: its blocks read
+/// into their types without a JSON tree of the whole (a result of a
+/// stream holds thousands), as [`result_from_wire`] reads them.
+pub(crate) fn result_from_raw(result: &RawValue) -> Result<CallResult, ClientError> {
+    #[derive(Deserialize)]
+    struct Fields<'a> {
+        #[serde(default, borrow, deserialize_with = "present_raw")]
+        content: Option<&'a RawValue>,
+        #[serde(
+            rename = "structuredContent",
+            default,
+            borrow,
+            deserialize_with = "present_raw"
+        )]
+        structured: Option<&'a RawValue>,
+        #[serde(rename = "isError", borrow)]
+        is_error: Option<&'a RawValue>,
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<&'a RawValue>,
+    }
+    // What is not a result of the usual shape is read the usual way,
+    // which says what is wrong with it (or makes what it can of it).
+    let by_value = || result_from_wire(serde_json::from_str(result.get()).unwrap_or_default());
+    let Ok(fields) = serde_json::from_str::<Fields>(result.get()) else {
+        return by_value();
+    };
+    let content = match fields
+        .content
+        .map(|blocks| read::<Vec<&RawValue>>(Some(blocks)))
+    {
+        None => Vec::new(),
+        Some(None) => return by_value(),
+        Some(Some(blocks)) => blocks.into_iter().map(content_from_raw).collect(),
+    };
+    Ok(CallResult {
+        content,
+        structured: fields.structured.map(|structured| {
+            serde_json::from_str(structured.get()).expect("a JSON text is a JSON value")
+        }),
+        is_error: read::<bool>(fields.is_error) == Some(true),
+        run: read::<Value>(fields.meta).and_then(|meta| run_end_of(&meta)),
+    })
+}
+
 /// `_meta["io.weir/run"]` of a result, when it is whole.
 fn run_end(result: &Value) -> Option<RunEnd> {
-    let run = result.get("_meta")?.get(meta_key::WEIR_RUN)?;
+    run_end_of(result.get("_meta")?)
+}
+
+/// `io.weir/run` of a result's `_meta`, when it is whole.
+fn run_end_of(meta: &Value) -> Option<RunEnd> {
+    let run = meta.get(meta_key::WEIR_RUN)?;
     Some(RunEnd {
         run_id: run.get("id")?.as_str()?.to_owned(),
         state: run.get("state")?.as_str()?.to_owned(),
@@ -276,37 +328,185 @@ pub(crate) fn run_from_wire(params: &Value) -> Option<CallEvent> {
     })
 }
 
-/// A `notifications/tools/partial_result`'s params as an event.
-pub(crate) fn partial_from_wire(mut params: Value) -> Option<CallEvent> {
-    let seq = params.get("seq")?.as_u64()?;
-    let mut field = |key: &str| params.as_object_mut().and_then(|object| object.remove(key));
-    Some(CallEvent::Partial {
-        seq,
-        content: contents_from_wire(field("content")),
-        structured: field("structuredContent"),
-    })
+/// The fields of a notification's params that events are made of, each
+/// borrowed from the text the server wrote: read leniently (a field of
+/// the wrong type is as good as absent, as a `Value` lookup would have
+/// it), and nothing else of the params is built.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Fields<'a> {
+    #[serde(rename = "progressToken", borrow)]
+    progress_token: Option<&'a RawValue>,
+    #[serde(borrow)]
+    progress: Option<&'a RawValue>,
+    #[serde(borrow)]
+    total: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(rename = "partialResultToken", borrow)]
+    partial_token: Option<&'a RawValue>,
+    #[serde(borrow)]
+    seq: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(rename = "structuredContent", borrow)]
+    structured: Option<&'a RawValue>,
+    #[serde(borrow)]
+    level: Option<&'a RawValue>,
+    #[serde(borrow)]
+    logger: Option<&'a RawValue>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
 }
 
-/// A `notifications/progress`'s params as an event.
-pub(crate) fn progress_from_wire(params: &Value) -> Option<CallEvent> {
-    Some(CallEvent::Progress {
-        progress: params.get("progress")?.as_f64()?,
-        total: params.get("total").and_then(Value::as_f64),
-        message: string(params, "message"),
-    })
+impl<'a> Fields<'a> {
+    fn of(params: &'a RawValue) -> Option<Fields<'a>> {
+        serde_json::from_str(params.get()).ok()
+    }
+}
+
+/// The string a JSON text holds, borrowed when it has no escapes.
+pub(crate) fn raw_string(raw: &RawValue) -> Option<Cow<'_, str>> {
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(text) => Some(Cow::Borrowed(text)),
+        Err(_) => serde_json::from_str::<String>(raw.get())
+            .ok()
+            .map(Cow::Owned),
+    }
+}
+
+/// A field that is there, as the text the server wrote, `null` included
+/// (`Option` alone reads `null` as absent).
+pub(crate) fn present_raw<'de, D: Deserializer<'de>>(
+    field: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(field).map(Some)
+}
+
+/// A JSON text as `T`, if it is one.
+fn read<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
+    serde_json::from_str(raw?.get()).ok()
+}
+
+/// A string field, owned.
+fn text_of(raw: Option<&RawValue>) -> Option<String> {
+    raw_string(raw?).map(Cow::into_owned)
+}
+
+/// A `notifications/tools/partial_result`'s params as its token and event.
+pub(crate) fn partial_from_wire(params: &RawValue) -> Option<(Cow<'_, str>, CallEvent)> {
+    let fields = Fields::of(params)?;
+    let token = raw_string(fields.partial_token?)?;
+    let seq = read(fields.seq)?;
+    Some((
+        token,
+        CallEvent::Partial {
+            seq,
+            content: contents_from_raw(fields.content),
+            structured: read(fields.structured),
+        },
+    ))
+}
+
+/// A `notifications/progress`'s params as its token and event.
+pub(crate) fn progress_from_wire(params: &RawValue) -> Option<(Cow<'_, str>, CallEvent)> {
+    let fields = Fields::of(params)?;
+    let token = raw_string(fields.progress_token?)?;
+    Some((
+        token,
+        CallEvent::Progress {
+            progress: read(fields.progress)?,
+            total: read(fields.total),
+            message: text_of(fields.message),
+        },
+    ))
 }
 
 /// A `notifications/message`'s params as an event.
-pub(crate) fn log_from_wire(params: &Value) -> CallEvent {
-    CallEvent::Log {
-        level: params
-            .get("level")
-            .cloned()
-            .and_then(|level| serde_json::from_value(level).ok())
-            .unwrap_or(LogLevel::Info),
-        logger: string(params, "logger"),
-        data: params.get("data").cloned().unwrap_or(Value::Null),
-    }
+pub(crate) fn log_from_wire(params: &RawValue) -> Option<CallEvent> {
+    let fields = Fields::of(params)?;
+    Some(CallEvent::Log {
+        level: read(fields.level).unwrap_or(LogLevel::Info),
+        logger: text_of(fields.logger),
+        data: read(fields.data).unwrap_or(Value::Null),
+    })
+}
+
+/// Content blocks as the server wrote them (anything but a list: none).
+fn contents_from_raw(blocks: Option<&RawValue>) -> Vec<Content> {
+    read::<Vec<&RawValue>>(blocks)
+        .unwrap_or_default()
+        .into_iter()
+        .map(content_from_raw)
+        .collect()
+}
+
+/// A content block's fields, borrowed.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct BlockFields<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+    #[serde(rename = "mimeType", borrow)]
+    mime_type: Option<&'a RawValue>,
+    #[serde(borrow)]
+    uri: Option<&'a RawValue>,
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    blob: Option<&'a RawValue>,
+    #[serde(borrow)]
+    resource: Option<&'a RawValue>,
+}
+
+/// A content block from the text the server wrote: typed as
+/// [`content_from_wire`] types it, and one this client does not know (or
+/// short of a field it needs) kept as that text, exactly as written.
+fn content_from_raw(block: &RawValue) -> Content {
+    known_raw_content(block).unwrap_or_else(|| Content::Text {
+        text: block.get().to_owned(),
+    })
+}
+
+fn known_raw_content(block: &RawValue) -> Option<Content> {
+    let fields: BlockFields = read(Some(block))?;
+    let kind = raw_string(fields.kind?)?;
+    let text = |raw| text_of(raw);
+    Some(match &*kind {
+        "text" => Content::Text {
+            text: text(fields.text)?,
+        },
+        "image" => Content::Image {
+            data: text(fields.data)?,
+            mime_type: text(fields.mime_type)?,
+        },
+        "audio" => Content::Audio {
+            data: text(fields.data)?,
+            mime_type: text(fields.mime_type)?,
+        },
+        "resource" => {
+            let resource: BlockFields = read(fields.resource)?;
+            Content::Resource {
+                uri: text(resource.uri)?,
+                mime_type: text(resource.mime_type),
+                text: text(resource.text),
+                blob: text(resource.blob),
+            }
+        }
+        "resource_link" => {
+            let uri = text(fields.uri)?;
+            Content::ResourceLink {
+                name: text(fields.name).unwrap_or_else(|| uri.clone()),
+                uri,
+                mime_type: text(fields.mime_type),
+            }
+        }
+        _ => return None,
+    })
 }
 
 /// A task's status from its wire name.
@@ -426,11 +626,89 @@ mod tests {
         assert!(result.is_error);
         assert_eq!(result.structured, Some(json!({"n": 1})));
         assert!(result_from_wire(json!({"content": "x"})).is_err());
+        // Read from the server's text, the same.
+        let written = json!({"content": [{"type": "text", "text": "x"}], "isError": true, "structuredContent": {"n": 1},
+            "_meta": {meta_key::WEIR_RUN: {"id": "r", "state": "failed", "streamed": 1, "truncated": false}}});
+        let raw = |value: &Value| RawValue::from_string(value.to_string()).unwrap();
+        let read = result_from_raw(&raw(&written)).unwrap();
+        assert_eq!(read, result_from_wire(written).unwrap());
+        assert_eq!(read.run.unwrap().state, "failed");
+        assert!(result_from_raw(&raw(&json!({"content": "x"}))).is_err());
+        assert_eq!(
+            result_from_raw(&raw(&json!({"structuredContent": null})))
+                .unwrap()
+                .structured,
+            Some(Value::Null)
+        );
         let tool = tool_from_wire(&json!({"name": "t", "execution": {"taskSupport": "required"}, "annotations": {"streamingHint": true}})).unwrap();
         assert_eq!(tool.task_support, TaskSupport::Required);
         assert!(tool.streams);
         assert_eq!(tool.input_schema, json!({"type": "object"}));
         let plain = tool_from_wire(&json!({"name": "p"})).unwrap();
         assert_eq!(plain.task_support, TaskSupport::Forbidden);
+    }
+
+    /// A notification's blocks, read from the server's text, are typed as
+    /// a result's are; one this client does not know is kept as the
+    /// server wrote it (key order, escapes, spacing), not re-encoded.
+    #[test]
+    fn a_partials_blocks_are_read_from_the_text_the_server_wrote() {
+        let blocks = json!([
+            {"type": "text", "text": "hi"},
+            {"type": "image", "data": "AA==", "mimeType": "image/png"},
+            {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "body"}},
+            {"type": "resource_link", "uri": "weir://runs/1", "name": "run 1"},
+            {"type": "image", "data": "AA=="}
+        ]);
+        let params = RawValue::from_string(
+            json!({"partialResultToken": "t", "seq": 4, "content": blocks, "extra": [1]})
+                .to_string(),
+        )
+        .unwrap();
+        let (token, event) = partial_from_wire(&params).unwrap();
+        assert_eq!(token, "t");
+        let CallEvent::Partial { seq, content, .. } = event else {
+            panic!("{event:?}")
+        };
+        assert_eq!((seq, content), (4, contents_from_wire(Some(blocks))));
+        let written = r#"{"partialResultToken": "t", "seq": 0, "content": [{"type": "hologram", "depth": 3, "label": "caf\u00e9"}, {"type": "text", "text": "caf\u00e9"}], "structuredContent": {"n": 1}}"#;
+        let params = RawValue::from_string(written.to_owned()).unwrap();
+        let (_, event) = partial_from_wire(&params).unwrap();
+        let CallEvent::Partial {
+            content,
+            structured,
+            ..
+        } = event
+        else {
+            panic!("{event:?}")
+        };
+        assert_eq!(
+            content,
+            [
+                Content::text(r#"{"type": "hologram", "depth": 3, "label": "caf\u00e9"}"#),
+                Content::text("café"),
+            ]
+        );
+        assert_eq!(structured, Some(json!({"n": 1})));
+    }
+
+    #[test]
+    fn progress_and_log_fields_are_read_leniently() {
+        let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
+        let params =
+            raw(r#"{"progressToken": "p", "progress": 2, "total": "many", "message": "m"}"#);
+        let (token, event) = progress_from_wire(&params).unwrap();
+        assert_eq!(token, "p");
+        assert!(matches!(
+            event,
+            CallEvent::Progress { progress, total: None, message: Some(m) } if progress == 2.0 && m == "m"
+        ));
+        assert!(progress_from_wire(&raw(r#"{"progressToken": "p"}"#)).is_none());
+        let log = log_from_wire(&raw(r#"{"level": "loud", "data": {"a": 1}}"#)).unwrap();
+        assert!(matches!(
+            log,
+            CallEvent::Log { level: LogLevel::Info, logger: None, data } if data == json!({"a": 1})
+        ));
     }
 }

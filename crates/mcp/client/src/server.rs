@@ -6,12 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use weir_mcp_wire::jsonrpc::Incoming;
 use weir_mcp_wire::revision::{
     LATEST_SESSION_VERSION, SESSION_VERSIONS, STATELESS_VERSION, TASKS_EXTENSION, meta_key,
 };
 
-use crate::connection::{Connection, Negotiated};
+use crate::connection::{Connection, Message, Negotiated};
 use crate::error::ClientError;
 use crate::events::{ToolDescription, clip, tool_from_wire};
 use crate::options::{ClientOptions, Revision, Target};
@@ -157,8 +156,11 @@ impl Server {
         let mut exchange = self.connection.request(message, Vec::new()).await?;
         loop {
             match exchange.next().await {
-                Some(Ok(Incoming::Response { outcome, .. })) => {
-                    return outcome.map_err(|error| ClientError::rpc(method, &error));
+                Some(Ok(Message::Response { outcome, .. })) => {
+                    let result = outcome.map_err(|error| ClientError::rpc(method, &error))?;
+                    return serde_json::from_str(result.get()).map_err(|error| {
+                        ClientError::Protocol(format!("the answer to {method}: {error}"))
+                    });
                 }
                 Some(Ok(_)) => continue,
                 Some(Err(error)) => return Err(error),

@@ -1241,3 +1241,58 @@ fn an_http_session_hears_an_upstreams_list_change_on_its_standalone_stream() {
     let _ = served.kill();
     let _ = served.wait();
 }
+
+/// A stdio MCP server in a few lines of Python, writing its messages by
+/// hand: its tool `raw` sends one partial result whose blocks are written
+/// as a server may write them (an unknown block, its keys not in order,
+/// an escaped character), then its result.
+const RAW_SERVER: &str = r#"
+import json, sys
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    id_, method = message["id"], message.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": id_, "result": {"tools": [{"name": "raw", "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call":
+        token = json.dumps(message["params"]["_meta"]["partialResultToken"])
+        sys.stdout.write('{"jsonrpc": "2.0", "method": "notifications/tools/partial_result", "params": {"partialResultToken": %s, "seq": 0, "content": [{"type": "hologram", "depth": 3, "label": "caf\\u00e9"}, {"type": "text", "text": "plain"}]}}\n' % token)
+        send({"jsonrpc": "2.0", "id": id_, "result": {"content": [{"type": "text", "text": "done"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "no " + str(method)}})
+"#;
+
+/// What an upstream sends is relayed as it wrote it: a content block weir
+/// does not know reaches the run's partial event as the upstream's own
+/// text (its key order, its escapes), not a re-encoding of it.
+#[test]
+fn an_upstreams_partial_reaches_the_runs_event_as_the_upstream_wrote_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("raw_server.py");
+    std::fs::write(&script, RAW_SERVER).unwrap();
+    let mut wrapped = Peer::wrap(&["--memory"], &["python3", script.to_str().unwrap()]);
+    let id = wrapped.call("raw", json!({}));
+    let (_, answer) = wrapped.reply(id, Duration::from_secs(30));
+    assert_eq!(answer["result"]["isError"], Value::Null, "{answer}");
+    let run_id = wrapped.newest_run();
+    let events = wrapped.events(&run_id);
+    let partials: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "partial")
+        .collect();
+    assert_eq!(partials.len(), 1, "{events:?}");
+    assert_eq!(
+        partials[0]["content"],
+        json!([
+            {"type": "text", "text": r#"{"type": "hologram", "depth": 3, "label": "caf\u00e9"}"#},
+            {"type": "text", "text": "plain"}
+        ]),
+        "{events:?}"
+    );
+}

@@ -2,10 +2,11 @@
 //! — unless a 2026-07-28 server turns it into a task.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use weir_mcp_wire::jsonrpc::code;
 use weir_mcp_wire::revision::TASKS_EXTENSION;
 
-use super::relay::result_event;
+use super::relay::result_event_raw;
 use super::request::{Answered, Call, Shape};
 use super::stop::StopSignal;
 use crate::error::ClientError;
@@ -28,10 +29,13 @@ pub(super) async fn run(call: &Call, signal: &mut StopSignal) -> Inline {
     };
     let server = &call.server;
     match outcome {
-        Ok(result) if result.get("resultType").and_then(Value::as_str) == Some("task") => {
-            Inline::Task(result)
-        }
-        Ok(result) => Inline::Done(result_event(result)),
+        Ok(result) if is_task(&result) => match serde_json::from_str(result.get()) {
+            Ok(task) => Inline::Task(task),
+            Err(error) => Inline::Done(CallEvent::Error(ClientError::Protocol(format!(
+                "a tools/call answer: {error}"
+            )))),
+        },
+        Ok(result) => Inline::Done(result_event_raw(&result)),
         Err(error)
             if server.is_stateless() && server.supports_tasks() && asks_for_tasks(&error) =>
         {
@@ -39,6 +43,19 @@ pub(super) async fn run(call: &Call, signal: &mut StopSignal) -> Inline {
         }
         Err(error) => Inline::Done(CallEvent::Error(ClientError::rpc("tools/call", &error))),
     }
+}
+
+/// Whether a result is a 2026-07-28 task (`resultType: "task"`).
+fn is_task(result: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "resultType", borrow)]
+        kind: Option<&'a RawValue>,
+    }
+    serde_json::from_str::<Kind>(result.get())
+        .ok()
+        .and_then(|kind| kind.kind)
+        .is_some_and(|kind| kind.get() == "\"task\"")
 }
 
 /// A 2026-07-28 "missing required client capability" error naming the

@@ -1,7 +1,11 @@
-//! One call: a task that drives it and a [`CallStream`] that the caller
-//! reads. The driver decides between an inline call and a task, maps what
-//! the server sends to [`CallEvent`]s, and cancels on the server when the
-//! caller asks, times out, or drops the stream.
+//! One call: a driver and a [`CallStream`] that the caller reads. The
+//! driver decides between an inline call and a task, maps what the server
+//! sends to [`CallEvent`]s, and cancels on the server when the caller
+//! asks, times out, or drops the stream. It runs in the caller's task, as
+//! the stream is read (a stream of partials is thousands of events a
+//! second: a task of its own cost a wake-up and a hand-over for each);
+//! a stream dropped before its end hands its driver to a task of its own,
+//! which cancels the call on the server.
 //!
 //! Each job has its file, and each file uses only those below it:
 //! `relay` (the server's messages as events) and `stop` (stop signals and
@@ -14,6 +18,7 @@ mod request;
 mod stop;
 mod task;
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -34,9 +39,14 @@ use stop::{DROPPED, StopHandle, StopSignal};
 /// before the end cancels the call on the server.
 pub struct CallStream {
     events: mpsc::Receiver<CallEvent>,
+    /// The call, driven as the stream is polled; `None` once it has sent
+    /// its last event.
+    driver: Option<Driver>,
     stop: StopHandle,
     ended: bool,
 }
+
+type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl CallStream {
     /// Asks for the call to be cancelled on the server (for the given
@@ -59,7 +69,18 @@ impl Stream for CallStream {
         if self.ended {
             return Poll::Ready(None);
         }
-        let polled = self.events.poll_recv(cx);
+        // Events already made go first; the driver makes more when there
+        // are none (it stops when the channel is full, and this task is
+        // woken when there is room again).
+        let mut polled = self.events.poll_recv(cx);
+        if polled.is_pending()
+            && let Some(driver) = self.driver.as_mut()
+        {
+            if driver.as_mut().poll(cx).is_ready() {
+                self.driver = None;
+            }
+            polled = self.events.poll_recv(cx);
+        }
         if let Poll::Ready(event) = &polled {
             self.ended = event.as_ref().is_none_or(CallEvent::is_terminal);
         }
@@ -69,13 +90,23 @@ impl Stream for CallStream {
 
 impl Drop for CallStream {
     fn drop(&mut self) {
-        if !self.ended {
-            self.cancel(DROPPED);
+        if self.ended {
+            return;
+        }
+        self.cancel(DROPPED);
+        // The driver sends the cancellation on its own now (outside a
+        // runtime there is nothing to send it with: the connection goes
+        // with the runtime).
+        if let Some(driver) = self.driver.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(driver);
         }
     }
 }
 
-/// Starts driving a call; its events come through the returned stream.
+/// A call, driven as the returned stream is read; its events come through
+/// it.
 pub(crate) fn start(
     server: Arc<Server>,
     tool: String,
@@ -90,12 +121,13 @@ pub(crate) fn start(
         arguments,
         events,
     };
-    tokio::spawn(async move {
+    let driver = Box::pin(async move {
         let last = drive(&call, &mut signal, options.task).await;
         let _ = call.events.send(last).await;
     });
     CallStream {
         events: receiver,
+        driver: Some(driver),
         stop,
         ended: false,
     }

@@ -3,10 +3,11 @@
 //! order) and its result.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::events::{
-    CallEvent, log_from_wire, partial_from_wire, progress_from_wire, result_from_wire,
-    run_from_wire, task_from_wire,
+    CallEvent, log_from_wire, partial_from_wire, progress_from_wire, result_from_raw,
+    result_from_wire, run_from_wire, task_from_wire,
 };
 
 /// The tokens of one call's notifications.
@@ -50,38 +51,40 @@ impl Relay {
     }
 
     /// The event for notification `method`, if it is one of this call's.
-    pub(super) fn event(&mut self, method: &str, params: Value) -> Option<CallEvent> {
-        let token = |key: &str| params.get(key).and_then(Value::as_str);
+    /// Its params are read as the server wrote them: only the fields an
+    /// event holds are taken out.
+    pub(super) fn event(&mut self, method: &str, params: &RawValue) -> Option<CallEvent> {
         match method {
-            "notifications/progress" if token("progressToken") == Some(&self.tokens.progress) => {
-                progress_from_wire(&params)
+            "notifications/progress" => {
+                let (token, event) = progress_from_wire(params)?;
+                (token == self.tokens.progress).then_some(event)
             }
-            "notifications/tools/partial_result"
-                if token("partialResultToken") == Some(&self.tokens.partial) =>
-            {
-                let event = partial_from_wire(params)?;
-                if let CallEvent::Partial { seq, .. } = &event {
-                    // Seen already (a replay): skip. A gap is tolerated:
-                    // delivery is best effort, the result is complete.
-                    if self.last_partial.is_some_and(|last| *seq <= last) {
-                        return None;
-                    }
-                    self.last_partial = Some(*seq);
+            "notifications/tools/partial_result" => {
+                let (token, event) = partial_from_wire(params)?;
+                let CallEvent::Partial { seq, .. } = &event else {
+                    unreachable!("partial_from_wire makes partial events")
+                };
+                // Seen already (a replay): skip. A gap is tolerated:
+                // delivery is best effort, the result is complete.
+                if token != self.tokens.partial
+                    || self.last_partial.is_some_and(|last| *seq <= last)
+                {
+                    return None;
                 }
+                self.last_partial = Some(*seq);
                 Some(event)
             }
-            "notifications/weir/run"
-                if [
-                    ("progressToken", &self.tokens.progress),
-                    ("partialResultToken", &self.tokens.partial),
-                ]
-                .iter()
-                .any(|(key, mine)| token(key) == Some(mine.as_str())) =>
-            {
-                run_from_wire(&params)
+            "notifications/weir/run" => {
+                let params: Value = serde_json::from_str(params.get()).ok()?;
+                let token = |key: &str| params.get(key).and_then(Value::as_str);
+                let mine = token("progressToken") == Some(&self.tokens.progress)
+                    || token("partialResultToken") == Some(&self.tokens.partial);
+                mine.then(|| run_from_wire(&params)).flatten()
             }
-            "notifications/message" => Some(log_from_wire(&params)),
-            "notifications/tasks/status" => task_from_wire(&params),
+            "notifications/message" => log_from_wire(params),
+            "notifications/tasks/status" => {
+                task_from_wire(&serde_json::from_str(params.get()).ok()?)
+            }
             _ => None,
         }
     }
@@ -90,6 +93,14 @@ impl Relay {
 /// The terminal event for a `CallToolResult`.
 pub(super) fn result_event(result: Value) -> CallEvent {
     match result_from_wire(result) {
+        Ok(result) => CallEvent::Result(result),
+        Err(error) => CallEvent::Error(error),
+    }
+}
+
+/// The terminal event for a `CallToolResult` as the server wrote it.
+pub(super) fn result_event_raw(result: &RawValue) -> CallEvent {
+    match result_from_raw(result) {
         Ok(result) => CallEvent::Result(result),
         Err(error) => CallEvent::Error(error),
     }

@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use weir_mcp_wire::jsonrpc::Incoming;
 use weir_mcp_wire::revision::meta_key;
 
 use super::relay::{Relay, Tokens};
 use super::stop::{DROPPED, Stop, StopSignal, cancel_request};
-use crate::connection::Exchange;
+use crate::connection::{Exchange, Message};
 use crate::error::ClientError;
 use crate::events::CallEvent;
 use crate::server::Server;
@@ -37,8 +37,8 @@ pub(super) enum Shape {
 
 /// A `tools/call` the server answered.
 pub(super) struct Answered {
-    /// The result, or the JSON-RPC error object.
-    pub(super) outcome: Result<Value, Value>,
+    /// The result as the server wrote it, or the JSON-RPC error object.
+    pub(super) outcome: Result<Box<RawValue>, Value>,
     /// The request's exchange and the relay of its notifications: over
     /// stdio they still carry a task's progress.
     pub(super) exchange: Exchange,
@@ -103,30 +103,39 @@ impl Call {
         let mut exchange = sent.map_err(CallEvent::Error)?;
         let mut relay = Relay::new(tokens);
         loop {
-            let item = tokio::select! {
-                biased;
-                stop = signal.stopped() => {
-                    return Err(cancel_request(server, id, stop, Some(exchange)).await);
-                }
-                item = exchange.next() => item,
+            // A message already here is taken without setting up the wait
+            // for one (a stream of partials mostly has the next one ready),
+            // unless the call is to stop.
+            let ready = match signal.stopping() {
+                false => exchange.ready(),
+                true => None,
+            };
+            let item = match ready {
+                Some(item) => Some(item),
+                None => tokio::select! {
+                    biased;
+                    stop = signal.stopped() => {
+                        return Err(cancel_request(server, id, stop, Some(exchange)).await);
+                    }
+                    item = exchange.next() => item,
+                },
             };
             match item {
-                Some(Ok(Incoming::Notification { method, params })) => {
-                    if let Some(event) = relay.event(&method, params)
+                Some(Ok(Message::Notification { method, params })) => {
+                    if let Some(event) = relay.event(&method, &params)
                         && !self.emit(event).await
                     {
                         let stop = Stop::Canceled(DROPPED.into());
                         return Err(cancel_request(server, id, stop, Some(exchange)).await);
                     }
                 }
-                Some(Ok(Incoming::Response { outcome, .. })) => {
+                Some(Ok(Message::Response { outcome, .. })) => {
                     return Ok(Answered {
                         outcome,
                         exchange,
                         relay,
                     });
                 }
-                Some(Ok(Incoming::Request { .. })) => {}
                 Some(Err(error)) => return Err(CallEvent::Error(error)),
                 None => {
                     return Err(CallEvent::Error(ClientError::StreamLost {

@@ -75,6 +75,14 @@ impl Stop {
 }
 
 impl StopSignal {
+    /// Whether the call should stop now ([`StopSignal::stopped`] would
+    /// resolve at once), without waiting.
+    pub(super) fn stopping(&self) -> bool {
+        self.requests.borrow().is_some()
+            || self.requests.has_changed().is_err()
+            || self.deadline.is_some_and(|(at, _)| Instant::now() >= at)
+    }
+
     /// Resolves when the call should stop.
     pub(super) async fn stopped(&mut self) -> Stop {
         let requests = &mut self.requests;

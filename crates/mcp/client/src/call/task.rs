@@ -8,12 +8,11 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use weir_mcp_wire::jsonrpc::Incoming;
 
 use super::relay::{Relay, result_event};
 use super::request::{Answered, Call, Shape};
 use super::stop::{StopSignal, cancel_task};
-use crate::connection::{Exchange, Inbound};
+use crate::connection::{Exchange, Inbound, Message};
 use crate::error::ClientError;
 use crate::events::{CallEvent, TaskStatus, clip, task_from_wire, task_status_from_wire};
 use crate::retry::backoff;
@@ -37,8 +36,13 @@ pub(super) async fn run(call: &Call, signal: &mut StopSignal) -> CallEvent {
         Ok(answered) => answered,
         Err(event) => return event,
     };
-    let answer = match outcome {
-        Ok(answer) => answer,
+    let answer: Value = match outcome.map(|answer| serde_json::from_str(answer.get())) {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(error)) => {
+            return CallEvent::Error(ClientError::Protocol(format!(
+                "a tools/call answer: {error}"
+            )));
+        }
         Err(error) => return CallEvent::Error(ClientError::rpc("tools/call", &error)),
     };
     // The server may have answered at once, without a task.
@@ -99,11 +103,11 @@ pub(super) async fn follow(
                 stop = signal.stopped() => return cancel_task(server, &task_id, stop).await,
                 () = &mut wait => break,
                 item = next_message(&mut progress) => match item {
-                    Some(Ok(Incoming::Notification { method, params })) => {
+                    Some(Ok(Message::Notification { method, params })) => {
                         let relay = &mut progress.as_mut().expect("a message came from it").1;
                         // A pushed status is shown once, like a polled one;
                         // another task's is not this call's.
-                        let event = relay.event(&method, params).filter(|event| match event {
+                        let event = relay.event(&method, &params).filter(|event| match event {
                             CallEvent::Task { task_id: pushed, .. } => *pushed == task_id,
                             _ => true,
                         });

@@ -16,10 +16,9 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderVal
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use weir_mcp_wire::jsonrpc::Incoming;
 use weir_mcp_wire::revision::meta_key;
 
-use super::exchange::{Exchange, Inbound, answer_server_request};
+use super::exchange::{Exchange, Inbound, Message, Parsed, answer_server_request, parse};
 use crate::error::ClientError;
 use crate::retry::backoff;
 use crate::sse;
@@ -179,13 +178,10 @@ impl HttpConnection {
             .bytes()
             .await
             .map_err(|error| self.inner.unreachable(&error))?;
-        let answer = serde_json::from_slice::<Value>(&body)
-            .map_err(|error| ClientError::Protocol(format!("its answer is not JSON: {error}")))
-            .and_then(|value| {
-                Incoming::from_value(value).map_err(|(_, error)| {
-                    ClientError::Protocol(format!("its answer is not JSON-RPC: {}", error.message))
-                })
-            });
+        let answer = match parse(&body) {
+            Some(Parsed::Message(message)) => Ok(message),
+            _ => Err(answer_refused(&body)),
+        };
         Ok(Exchange::answered(answer))
     }
 
@@ -203,6 +199,17 @@ impl HttpConnection {
                 .header(SESSION_HEADER, session);
             let _ = tokio::time::timeout(Duration::from_secs(2), request.send()).await;
         }
+    }
+}
+
+/// Why a JSON answer is not one: not JSON, or not a JSON-RPC answer.
+fn answer_refused(body: &[u8]) -> ClientError {
+    match serde_json::from_slice::<Value>(body) {
+        Err(error) => ClientError::Protocol(format!("its answer is not JSON: {error}")),
+        Ok(value) => ClientError::Protocol(format!(
+            "its answer is not a JSON-RPC response: {}",
+            crate::events::clip(&value)
+        )),
     }
 }
 
@@ -388,23 +395,20 @@ async fn read_stream(
                 }
                 for event in events {
                     // Data that is not JSON-RPC (a priming event) is skipped.
-                    let Ok(value) = serde_json::from_str::<Value>(&event.data) else {
-                        continue;
-                    };
-                    match Incoming::from_value(value) {
-                        Ok(Incoming::Request { id, method, .. }) => {
+                    match parse(event.data.as_bytes()) {
+                        Some(Parsed::Request { id, method }) => {
                             let inner = inner.clone();
                             tokio::spawn(async move {
                                 let _ = inner.post(&answer_server_request(&id, &method)).await;
                             });
                         }
-                        Ok(message) => {
-                            let done = matches!(&message, Incoming::Response { id, .. } if *id == request_id);
+                        Some(Parsed::Message(message)) => {
+                            let done = matches!(&message, Message::Response { id, .. } if *id == request_id);
                             if exchange.send(Ok(message)).await.is_err() || done {
                                 return;
                             }
                         }
-                        Err(_) => {}
+                        None => {}
                     }
                 }
                 continue;

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::error::ClientError;
 use crate::options::Target;
 
-pub(crate) use exchange::{Exchange, Inbound};
+pub(crate) use exchange::{Exchange, Inbound, Message};
 pub(crate) use http::{base_url, check_status, http_client, root_cause};
 
 use exchange::Tokens;

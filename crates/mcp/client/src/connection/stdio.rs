@@ -18,9 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 
-use weir_mcp_wire::jsonrpc::Incoming;
-
-use super::exchange::{Exchange, Inbound, Tokens, answer_server_request};
+use super::exchange::{Exchange, Inbound, Message, Parsed, Tokens, answer_server_request, parse};
 use crate::error::ClientError;
 use crate::options::StdioCommand;
 
@@ -98,33 +96,30 @@ impl Shared {
     }
 
     /// Who gets `message`.
-    fn recipients(&self, message: &Incoming) -> Vec<mpsc::Sender<Inbound>> {
+    fn recipients(&self, message: &Message) -> Vec<mpsc::Sender<Inbound>> {
+        // Read before the lock is taken: the routes are not held while
+        // the params are scanned.
+        let token = message.token();
         let routes = lock(&self.routes);
         let all = routes.entries.values();
         match message {
-            Incoming::Response { id, .. } => {
+            Message::Response { id, .. } => {
                 let id = id.to_string();
                 all.filter(|route| route.request_id == id)
                     .map(|route| route.sender.clone())
                     .collect()
             }
-            Incoming::Notification { params, .. } => {
-                let token = ["progressToken", "partialResultToken"]
-                    .iter()
-                    .find_map(|key| params.get(*key).and_then(Value::as_str));
-                match token {
-                    Some(token) => all
-                        .filter(|route| route.tokens.iter().any(|t| t == token))
-                        .map(|route| route.sender.clone())
-                        .collect(),
-                    // Uncorrelated (logging, task status): every call gets it.
-                    None => all
-                        .filter(|route| !route.tokens.is_empty())
-                        .map(|route| route.sender.clone())
-                        .collect(),
-                }
-            }
-            Incoming::Request { .. } => Vec::new(),
+            Message::Notification { .. } => match token {
+                Some(token) => all
+                    .filter(|route| route.tokens.iter().any(|t| *t == token))
+                    .map(|route| route.sender.clone())
+                    .collect(),
+                // Uncorrelated (logging, task status): every call gets it.
+                None => all
+                    .filter(|route| !route.tokens.is_empty())
+                    .map(|route| route.sender.clone())
+                    .collect(),
+            },
         }
     }
 }
@@ -314,24 +309,23 @@ async fn route(
             Ok(_) => {}
         }
         // Anything that is not JSON-RPC (a banner, a stray print) is skipped.
-        let Ok(value) = serde_json::from_slice::<Value>(&line) else {
-            continue;
-        };
-        match Incoming::from_value(value) {
-            Ok(Incoming::Request { id, method, .. }) => {
+        match parse(&line) {
+            Some(Parsed::Request { id, method }) => {
                 // Weak: once the connection is dropped, stdin may close.
                 if let Some(lines) = lines.upgrade() {
                     let answer = answer_server_request(&id, &method);
                     let _ = lines.send(Line::Message(to_line(&answer))).await;
                 }
             }
-            Ok(Incoming::Notification { method, .. })
+            Some(Parsed::Message(Message::Notification { method, .. }))
                 if method == "notifications/tools/list_changed" =>
             {
                 tools_changed.send_modify(|count| *count += 1);
             }
-            Ok(message) => deliver(shared.recipients(&message), message).await,
-            Err(_) => {}
+            Some(Parsed::Message(message)) => {
+                deliver(shared.recipients(&message), message).await;
+            }
+            None => {}
         }
     }
     // The server closed its stdout: it is gone, or going.
@@ -357,7 +351,7 @@ async fn route(
 /// Hands `message` to each of `recipients`. Nearly always there is one
 /// (a response, a call's own progress): it gets the message itself, not a
 /// copy — a large result or a stream of partials is not cloned per message.
-async fn deliver(mut recipients: Vec<mpsc::Sender<Inbound>>, message: Incoming) {
+async fn deliver(mut recipients: Vec<mpsc::Sender<Inbound>>, message: Message) {
     let Some(last) = recipients.pop() else {
         return;
     };
