@@ -66,15 +66,21 @@ fn text_blocks(kind: &EventKind) -> Option<impl Iterator<Item = &str>> {
     let EventKind::Partial(partial) = kind else {
         return None;
     };
-    let only_text = !partial.content.is_empty()
-        && partial.items.is_empty()
-        && partial.group.is_none()
-        && partial
-            .content
+    // Every field named, so a field added to `Partial` fails to compile
+    // here rather than vanish from stored items.
+    let Partial {
+        content,
+        items,
+        group,
+    } = partial;
+    let only_text = !content.is_empty()
+        && items.is_empty()
+        && group.is_none()
+        && content
             .iter()
             .all(|block| matches!(block, Content::Text { .. }));
     only_text.then(|| {
-        partial.content.iter().map(|block| match block {
+        content.iter().map(|block| match block {
             Content::Text { text } => text.as_str(),
             _ => unreachable!("checked above"),
         })
