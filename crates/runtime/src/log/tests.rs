@@ -272,6 +272,10 @@ enum Step {
     /// Subscriber `0` or `1` starts over from where it is (as a follower
     /// whose client lags does).
     Resubscribe(usize),
+    /// Subscriber `0` or `1` waits a moment for an event when it has all
+    /// there is: it gets none, and is not over (the wait is dropped, as
+    /// `select!` drops it).
+    Wait(usize),
 }
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
@@ -280,6 +284,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
             (1..6usize).prop_map(Step::Append),
             (0..2usize, 0..12usize).prop_map(|(who, n)| Step::Take(who, n)),
             (0..2usize).prop_map(Step::Resubscribe),
+            (0..2usize).prop_map(Step::Wait),
         ],
         1..80,
     )
@@ -344,6 +349,17 @@ proptest! {
                                 }
                                 got[who].push(next(&mut subscribers[who]).await);
                             }
+                        }
+                    }
+                    Step::Wait(who) => {
+                        let ended = log.get_run(&id).await.unwrap().unwrap().state.is_terminal();
+                        if !ended && subscribers[who].position() >= written {
+                            let waited = tokio::time::timeout(
+                                Duration::from_millis(1),
+                                subscribers[who].next(),
+                            )
+                            .await;
+                            prop_assert!(waited.is_err(), "nothing to give, yet: {waited:?}");
                         }
                     }
                     Step::Resubscribe(who) => {
