@@ -158,12 +158,9 @@ pub(crate) async fn follow_asking(
         let Some(event) = event else { break };
         let event = event.map_err(|error| FollowError::Rpc(internal(error)))?;
         if let EventKind::Started(started) = &event.kind
-            && let Some(tool) = state
-                .scheduler
-                .tools()
-                .find(|tool| tool.name == started.tool)
+            && let Some(fields) = state.scheduler.text_fields(&started.tool)
         {
-            result.text_fields(&tool.text_fields);
+            result.text_fields(&fields);
         }
         result.add(&event);
         last_seq = Some(event.seq);

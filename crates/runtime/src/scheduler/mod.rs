@@ -312,6 +312,16 @@ impl Scheduler {
         infos.into_iter()
     }
 
+    /// The text fields of tool `name` ([`ToolInfo::text_fields`]), if it
+    /// is registered: without cloning every tool's description, as
+    /// [`Scheduler::tools`] does (schemas and all, once per call followed).
+    pub fn text_fields(&self, name: &str) -> Option<Vec<String>> {
+        let registry = self.inner.registry();
+        registry
+            .get(name)
+            .map(|registered| registered.info.text_fields.clone())
+    }
+
     /// Replaces the tools named `retired` with `tools` (an upstream server
     /// whose list changed): a call admitted from now on finds the new set;
     /// a run admitted before keeps the tool it was admitted with until it
