@@ -395,6 +395,28 @@ fn text_of(raw: Option<&RawValue>) -> Option<String> {
 
 /// A `notifications/tools/partial_result`'s params as its token and event.
 pub(crate) fn partial_from_wire(params: &RawValue) -> Option<(Cow<'_, str>, CallEvent)> {
+    /// The usual shape, read in one pass (its blocks split as it goes).
+    #[derive(Deserialize)]
+    struct Usual<'a> {
+        #[serde(rename = "partialResultToken", borrow)]
+        token: &'a RawValue,
+        seq: u64,
+        #[serde(borrow, default)]
+        content: Vec<&'a RawValue>,
+        #[serde(rename = "structuredContent", borrow)]
+        structured: Option<&'a RawValue>,
+    }
+    if let Ok(usual) = serde_json::from_str::<Usual>(params.get()) {
+        return Some((
+            raw_string(usual.token)?,
+            CallEvent::Partial {
+                seq: usual.seq,
+                content: usual.content.into_iter().map(content_from_raw).collect(),
+                structured: read(usual.structured),
+            },
+        ));
+    }
+    // Any other shape, leniently (content that is not a list: none).
     let fields = Fields::of(params)?;
     let token = raw_string(fields.partial_token?)?;
     let seq = read(fields.seq)?;

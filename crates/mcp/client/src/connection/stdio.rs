@@ -97,6 +97,20 @@ impl Shared {
 
     /// Who gets `message`.
     fn recipients(&self, message: &Message) -> Vec<mpsc::Sender<Inbound>> {
+        // One call in flight (the common case) gets every notification
+        // without its token being read here: the call checks it (a
+        // stale call's progress is dropped there), and one that carries
+        // none is everyone's anyway.
+        if let Message::Notification { .. } = message {
+            let routes = lock(&self.routes);
+            let mut calls = routes
+                .entries
+                .values()
+                .filter(|route| !route.tokens.is_empty());
+            if let (Some(only), None) = (calls.next(), calls.next()) {
+                return vec![only.sender.clone()];
+            }
+        }
         // Read before the lock is taken: the routes are not held while
         // the params are scanned.
         let token = message.token();
