@@ -109,6 +109,10 @@ struct TailState {
     bytes: usize,
     /// The terminal event has been published.
     ended: bool,
+    /// This process writes the run ([`LiveHub::expect`]): every event of it
+    /// is published here, so a listener need not look in the store when
+    /// the run is quiet.
+    local: bool,
     /// Each listener's id and the seq before which it has taken everything.
     listeners: Vec<(u64, Seq)>,
     next_listener: u64,
@@ -150,6 +154,12 @@ impl Listener {
     /// The seq the tail of this listener's run begins at, if known.
     pub(crate) fn tail_start(&self) -> Option<Seq> {
         self.tail.lock().start
+    }
+
+    /// Whether this process writes the listener's run, so that all of it is
+    /// published here ([`LiveHub::expect`]).
+    pub(crate) fn is_local(&self) -> bool {
+        self.tail.lock().local
     }
 
     /// Waits for a publish not yet marked seen.
@@ -200,6 +210,7 @@ impl LiveHub {
         let mut state = tail.lock();
         if state.start.is_none() {
             state.start = Some(0);
+            state.local = true;
         }
     }
 

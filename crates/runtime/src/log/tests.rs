@@ -200,6 +200,31 @@ async fn a_subscriber_to_a_run_written_here_reads_no_store() {
     assert_eq!(log.live().held_bytes(), 0);
 }
 
+/// A run this process writes that goes quiet for a while (a slow commit, a
+/// tool thinking) is waited for live: its subscriber reads no store.
+#[tokio::test(start_paused = true)]
+async fn a_quiet_run_written_here_is_waited_for_without_store_reads() {
+    let log = Counting::new(MemoryLog::new());
+    let id = run("quiet-here");
+    log.live().expect(&id);
+    let mut subscription = log.subscribe_from(&id, 0);
+    let all = batches(&id, &[1; 3]);
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        while let Some(event) = subscription.next().await {
+            got.push(event.unwrap().to_event());
+        }
+        got
+    });
+    for batch in all {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        log.append(batch).await.unwrap();
+    }
+    let got = reader.await.unwrap();
+    assert_eq!(got, read_all(&log, &id).await);
+    assert_eq!(log.reads(), 1, "only this test's own read_all");
+}
+
 /// The same when the subscriber comes after the run's first events: the
 /// hub's tail of a run it saw start is enough.
 #[tokio::test]
