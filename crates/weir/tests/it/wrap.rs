@@ -206,8 +206,18 @@ impl Peer {
         }
     }
 
-    pub(crate) fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+    /// What the server wrote on stderr once it holds every one of
+    /// `needles` (its reader thread may not have read a line the server
+    /// wrote before it answered), or after 10 s, whatever it holds then.
+    pub(crate) fn stderr_with(&self, needles: &[&str]) -> String {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let stderr = self.stderr.lock().unwrap().clone();
+            if needles.iter().all(|needle| stderr.contains(needle)) || Instant::now() > until {
+                return stderr;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
@@ -572,10 +582,10 @@ fn weir_serve_prefixes_upstream_tools_and_serves_on_when_one_does_not_start() {
     assert!(names.contains(&"everything__get-sum"), "{names:?}");
     assert!(!names.contains(&"get-sum"), "{names:?}");
     assert!(!names.iter().any(|name| name.starts_with("broken__")));
-    let stderr = served.stderr();
+    let needles = ["the upstream broken is left out", "/nonexistent/mcp-server"];
+    let stderr = served.stderr_with(&needles);
     assert!(
-        stderr.contains("the upstream broken is left out")
-            && stderr.contains("/nonexistent/mcp-server"),
+        needles.iter().all(|needle| stderr.contains(needle)),
         "{stderr}"
     );
     let answer = served.request(
