@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use weir_core::{ArtifactRef, EventKind, Milestone, Progress, ProgressTracker, RunId};
 
@@ -14,7 +14,7 @@ use crate::input::{AskError, InputKind, InputRequest, InputSlot};
 use crate::log::{EventLog, LogError};
 
 mod writer;
-pub(crate) use writer::{Command, write_run};
+pub(crate) use writer::{Command, Inlet, write_run};
 
 /// Unix milliseconds now: the one wall clock of the runtime and the layers
 /// above it (weir-core takes time as an argument).
@@ -72,12 +72,15 @@ struct Shared {
     /// How this run starts children ([`RunContext::call`]); `None` for a
     /// context made outside a scheduler.
     children: Option<Arc<dyn Spawn>>,
+    /// The node's places for events emitted and not yet stored, shared by
+    /// every run; `None` for a context made outside a scheduler.
+    backlog: Option<Arc<Semaphore>>,
 }
 
 impl RunContext {
     pub(crate) fn new(
         run_id: RunId,
-        commands: mpsc::Sender<Command>,
+        Inlet { commands, backlog }: Inlet,
         cancel: CancellationToken,
         deadline: Option<tokio::time::Instant>,
         log: Arc<dyn EventLog>,
@@ -96,6 +99,7 @@ impl RunContext {
                 milestones: tokio::sync::Mutex::new(ProgressTracker::new(0)),
                 began: tokio::time::Instant::now(),
                 children,
+                backlog,
             }),
         }
     }
@@ -116,8 +120,9 @@ impl RunContext {
 
     /// Adds an event (`meta`, `progress`, `log`, `partial`, `artifact`,
     /// `warning`) to the log. Returns once the writer has it, waiting only
-    /// when the run's bounded buffer is full; [`RunContext::flush`] waits
-    /// until it is stored.
+    /// when the run's bounded buffer is full or the node holds its most
+    /// events not yet stored; [`RunContext::flush`] waits until it is
+    /// stored.
     pub async fn emit(&self, kind: impl Into<EventKind>) -> Result<(), EmitError> {
         let kind = kind.into();
         if kind.is_terminal() || matches!(kind, EventKind::Started(_)) {
@@ -126,7 +131,21 @@ impl RunContext {
         if matches!(kind, EventKind::InputRequired(_) | EventKind::InputEnded(_)) {
             return Err(EmitError::InputReserved(kind.type_name()));
         }
-        self.send(Command::Emit(kind)).await
+        let Some(backlog) = &self.shared.backlog else {
+            return self.send(Command::Emit(kind)).await;
+        };
+        // Waits while the node holds its most events not yet stored, so
+        // thousands of runs producing faster than the store writes hold a
+        // bounded number of events between them, not each its own buffer.
+        let place = match backlog.clone().try_acquire_owned() {
+            Ok(place) => place,
+            Err(_) => backlog
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| self.ended())?,
+        };
+        self.send(Command::Emitted(kind, place)).await
     }
 
     /// Adds an event the runtime writes on the tool's behalf (the waits of
@@ -404,7 +423,10 @@ mod tests {
         commands.send(Command::Emit(started.into())).await.unwrap();
         let ctx = RunContext::new(
             run_id.clone(),
-            commands,
+            Inlet {
+                commands,
+                backlog: None,
+            },
             CancellationToken::new(),
             None,
             log.clone(),
@@ -412,6 +434,61 @@ mod tests {
             None,
         );
         (log, run_id, ctx, writer)
+    }
+
+    /// A tool's emits take places from the node's backlog: past its
+    /// limit they wait, and the writer gives the places back once it has
+    /// appended their events.
+    #[tokio::test]
+    async fn emits_wait_beyond_the_nodes_backlog_until_the_writer_stores_them() {
+        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+        let run_id = RunId::parse("backlogged").unwrap();
+        let (commands, receiver) = mpsc::channel(1024);
+        let backlog = Arc::new(Semaphore::new(10));
+        let started = Started {
+            tool: "t".into(),
+            arguments: serde_json::Value::Null,
+            node: "n".into(),
+        };
+        commands.send(Command::Emit(started.into())).await.unwrap();
+        let ctx = RunContext::new(
+            run_id.clone(),
+            Inlet {
+                commands,
+                backlog: Some(backlog.clone()),
+            },
+            CancellationToken::new(),
+            None,
+            log.clone(),
+            InputSlot::default(),
+            None,
+        );
+        let warning = |index: usize| Warning {
+            message: format!("item {index}"),
+        };
+        // No writer yet: ten emits take the ten places, the eleventh waits.
+        for index in 0..10 {
+            ctx.emit(warning(index)).await.unwrap();
+        }
+        assert_eq!(backlog.available_permits(), 0);
+        let waiting = tokio::time::timeout(Duration::from_millis(100), ctx.emit(warning(10)));
+        assert!(waiting.await.is_err(), "the eleventh emit did not wait");
+        let writer = tokio::spawn(write_run(
+            log.clone(),
+            run_id.clone(),
+            0,
+            receiver,
+            CancellationToken::new(),
+        ));
+        for index in 10..30 {
+            ctx.emit(warning(index)).await.unwrap();
+        }
+        ctx.flush().await.unwrap();
+        assert_eq!(backlog.available_permits(), 10, "every place given back");
+        let stored = log.read(&run_id, 0, 100).await.unwrap();
+        assert_eq!(stored.len(), 31, "started and 30 warnings");
+        drop(ctx);
+        writer.await.unwrap();
     }
 
     /// Every sender gone without a terminal event: the writer writes the

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use weir_core::{CompletionGuard, EventKind, RunEvent, RunId, Seq};
 
@@ -27,8 +27,21 @@ const FIRST_BATCH: usize = 2;
 
 /// What a [`RunContext`] sends its writer.
 pub(crate) enum Command {
+    /// An event the runtime writes (`started`, the terminal event, a wait).
     Emit(EventKind),
+    /// An event a tool emitted, holding its place among the node's events
+    /// emitted and not yet stored (see `BACKLOG` in the scheduler) until
+    /// the writer has appended it.
+    Emitted(EventKind, OwnedSemaphorePermit),
     Flush(oneshot::Sender<Result<(), LogError>>),
+}
+
+/// How a run's events reach its writer: the writer's channel, and the
+/// node's places for events emitted and not yet stored (`None` outside a
+/// scheduler), which a tool's emit takes one of.
+pub(crate) struct Inlet {
+    pub(crate) commands: mpsc::Sender<Command>,
+    pub(crate) backlog: Option<Arc<Semaphore>>,
 }
 
 /// Appends a batch, retrying a failing store a few times before giving up.
@@ -68,20 +81,31 @@ pub(crate) async fn write_run(
         limit = (limit * 2).min(MAX_BATCH);
         let mut batch = Vec::with_capacity(received.len());
         let mut flushes = Vec::new();
+        // Given back, all at once, when this batch is appended.
+        let mut places: Option<OwnedSemaphorePermit> = None;
         for command in received.drain(..) {
-            match command {
-                Command::Emit(kind) => {
-                    // Refused only after the terminal event; such stragglers are dropped.
-                    if guard.admit(&kind).is_ok() {
-                        batch.push(RunEvent {
-                            run_id: run_id.clone(),
-                            seq: next_seq + batch.len() as Seq,
-                            ts: now_ms(),
-                            kind,
-                        });
+            let kind = match command {
+                Command::Emit(kind) => kind,
+                Command::Emitted(kind, place) => {
+                    match &mut places {
+                        Some(places) => places.merge(place),
+                        None => places = Some(place),
                     }
+                    kind
                 }
-                Command::Flush(ack) => flushes.push(ack),
+                Command::Flush(ack) => {
+                    flushes.push(ack);
+                    continue;
+                }
+            };
+            // Refused only after the terminal event; such stragglers are dropped.
+            if guard.admit(&kind).is_ok() {
+                batch.push(RunEvent {
+                    run_id: run_id.clone(),
+                    seq: next_seq + batch.len() as Seq,
+                    ts: now_ms(),
+                    kind,
+                });
             }
         }
         let appended = batch.len() as Seq;
@@ -90,6 +114,7 @@ pub(crate) async fn write_run(
             .filter(|event| event.kind.is_terminal())
             .cloned();
         let result = append_patiently(&*log, batch.into()).await;
+        drop(places);
         let failure = result.as_ref().err().map(ToString::to_string);
         for ack in flushes {
             let _ = ack.send(match &failure {

@@ -120,6 +120,9 @@ struct Inner {
     /// its tool's entry from admission to its end.
     tools: std::sync::RwLock<BTreeMap<String, Arc<Registered>>>,
     all_slots: Arc<Semaphore>,
+    /// Places for events emitted and not yet stored, every run's together
+    /// ([`run::BACKLOG`]).
+    backlog: Arc<Semaphore>,
     queued: AtomicUsize,
     config: SchedulerConfig,
     active: Mutex<HashMap<RunId, Cancel>>,
@@ -291,6 +294,7 @@ impl Scheduler {
             log,
             tools: std::sync::RwLock::new(registry),
             all_slots: Arc::new(Semaphore::new(config.max_concurrent.max(1))),
+            backlog: Arc::new(Semaphore::new(run::BACKLOG)),
             queued: AtomicUsize::new(0),
             config,
             active: Mutex::default(),
