@@ -396,6 +396,55 @@ mod tests {
     use crate::MemoryLog;
     use weir_core::{FailureCode, RunEvent, RunState, Started, Warning};
 
+    /// A fresh run in a memory log, `started` queued for its writer, and
+    /// the tool's context on a channel of `capacity`. The writer is the
+    /// caller's to start ([`spawn_writer`]), so a test may hold it back.
+    pub(super) async fn started_run(
+        name: &str,
+        capacity: usize,
+        backlog: Option<Arc<Semaphore>>,
+    ) -> (
+        Arc<dyn EventLog>,
+        RunId,
+        RunContext,
+        mpsc::Receiver<Command>,
+    ) {
+        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+        let run_id = RunId::parse(name).unwrap();
+        let (commands, receiver) = mpsc::channel(capacity);
+        let started = Started {
+            tool: "t".into(),
+            arguments: serde_json::Value::Null,
+            node: "n".into(),
+        };
+        commands.send(Command::Emit(started.into())).await.unwrap();
+        let ctx = RunContext::new(
+            run_id.clone(),
+            Inlet { commands, backlog },
+            CancellationToken::new(),
+            None,
+            log.clone(),
+            InputSlot::default(),
+            None,
+        );
+        (log, run_id, ctx, receiver)
+    }
+
+    /// Starts the run's writer on what [`started_run`] queued.
+    pub(super) fn spawn_writer(
+        log: &Arc<dyn EventLog>,
+        run_id: &RunId,
+        receiver: mpsc::Receiver<Command>,
+    ) -> tokio::task::JoinHandle<Option<RunEvent>> {
+        tokio::spawn(write_run(
+            log.clone(),
+            run_id.clone(),
+            0,
+            receiver,
+            CancellationToken::new(),
+        ))
+    }
+
     /// A writer for a fresh run in a memory log, `started` already sent.
     async fn started_writer(
         name: &str,
@@ -405,34 +454,8 @@ mod tests {
         RunContext,
         tokio::task::JoinHandle<Option<RunEvent>>,
     ) {
-        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
-        let run_id = RunId::parse(name).unwrap();
-        let (commands, receiver) = mpsc::channel(8);
-        let writer = tokio::spawn(write_run(
-            log.clone(),
-            run_id.clone(),
-            0,
-            receiver,
-            CancellationToken::new(),
-        ));
-        let started = Started {
-            tool: "t".into(),
-            arguments: serde_json::Value::Null,
-            node: "n".into(),
-        };
-        commands.send(Command::Emit(started.into())).await.unwrap();
-        let ctx = RunContext::new(
-            run_id.clone(),
-            Inlet {
-                commands,
-                backlog: None,
-            },
-            CancellationToken::new(),
-            None,
-            log.clone(),
-            InputSlot::default(),
-            None,
-        );
+        let (log, run_id, ctx, receiver) = started_run(name, 8, None).await;
+        let writer = spawn_writer(&log, &run_id, receiver);
         (log, run_id, ctx, writer)
     }
 
@@ -441,28 +464,9 @@ mod tests {
     /// appended their events.
     #[tokio::test]
     async fn emits_wait_beyond_the_nodes_backlog_until_the_writer_stores_them() {
-        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
-        let run_id = RunId::parse("backlogged").unwrap();
-        let (commands, receiver) = mpsc::channel(1024);
         let backlog = Arc::new(Semaphore::new(10));
-        let started = Started {
-            tool: "t".into(),
-            arguments: serde_json::Value::Null,
-            node: "n".into(),
-        };
-        commands.send(Command::Emit(started.into())).await.unwrap();
-        let ctx = RunContext::new(
-            run_id.clone(),
-            Inlet {
-                commands,
-                backlog: Some(backlog.clone()),
-            },
-            CancellationToken::new(),
-            None,
-            log.clone(),
-            InputSlot::default(),
-            None,
-        );
+        let (log, run_id, ctx, receiver) =
+            started_run("backlogged", 1024, Some(backlog.clone())).await;
         let warning = |index: usize| Warning {
             message: format!("item {index}"),
         };
@@ -473,13 +477,7 @@ mod tests {
         assert_eq!(backlog.available_permits(), 0);
         let waiting = tokio::time::timeout(Duration::from_millis(100), ctx.emit(warning(10)));
         assert!(waiting.await.is_err(), "the eleventh emit did not wait");
-        let writer = tokio::spawn(write_run(
-            log.clone(),
-            run_id.clone(),
-            0,
-            receiver,
-            CancellationToken::new(),
-        ));
+        let writer = spawn_writer(&log, &run_id, receiver);
         for index in 10..30 {
             ctx.emit(warning(index)).await.unwrap();
         }

@@ -176,39 +176,24 @@ pub(crate) async fn write_run(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::MemoryLog;
-    use weir_core::{Started, Warning};
+    use crate::context::tests::{spawn_writer, started_run};
+    use weir_core::Warning;
 
     /// A tool emitting flat out, its writer and a live subscriber on one
     /// thread: the subscriber gets the run's first events after the
     /// writer's first append, not after the writer drained the buffer.
     #[tokio::test(flavor = "current_thread")]
     async fn a_live_subscriber_is_not_kept_waiting_while_the_writer_drains_a_flat_out_tool() {
-        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
-        let run_id = RunId::parse("flat-out").unwrap();
-        let (commands, receiver) = mpsc::channel(1024);
-        let writer = tokio::spawn(write_run(
-            log.clone(),
-            run_id.clone(),
-            0,
-            receiver,
-            CancellationToken::new(),
-        ));
-        let started = Started {
-            tool: "t".into(),
-            arguments: serde_json::Value::Null,
-            node: "n".into(),
-        };
-        commands.send(Command::Emit(started.into())).await.unwrap();
-        tokio::task::yield_now().await; // the run exists
+        let (log, run_id, ctx, receiver) = started_run("flat-out", 1024, None).await;
+        let writer = spawn_writer(&log, &run_id, receiver);
+        tokio::task::yield_now().await; // the writer has stored `started`
         let mut subscription = log.subscribe_from(&run_id, 0);
         let producer = tokio::spawn(async move {
             for index in 0..2_000 {
                 let warning = Warning {
                     message: format!("item {index}"),
                 };
-                commands.send(Command::Emit(warning.into())).await.unwrap();
+                ctx.emit(warning).await.unwrap();
             }
         });
         let started = subscription.next().await.unwrap().unwrap();
