@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir_core::{Completed, Content, EventKind, Partial};
+use weir_core::{Completed, Content, EventKind, Partial, RunId};
 use weir_runtime::EventLog;
 use weir_runtime::store_contract::support::{
     body_event, check_log, events, follow, run_id, started,
@@ -52,21 +52,23 @@ async fn a_subscriber_follows_a_run_written_by_another_handle() {
     check_log(&got);
 }
 
-/// Checkpoints happen off the writer thread: a few megabytes of appends end
-/// up in the database file itself, not only in its write-ahead log.
-#[tokio::test]
-async fn the_write_ahead_log_is_checkpointed_into_the_database() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("weir.db");
-    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    let run = run_id("big");
-    log.append(events(&run, 0, vec![started("t")]).into())
+/// Starts `run` and appends `batches` batches of `per_batch` items, each
+/// a text of `size` bytes: a stream as a run's writer stores it. Returns
+/// the seq after the last item.
+async fn append_text_items(
+    log: &SqliteLog,
+    run: &RunId,
+    batches: u64,
+    per_batch: u64,
+    size: usize,
+) -> u64 {
+    log.append(events(run, 0, vec![started("t")]).into())
         .await
         .unwrap();
-    let text = "x".repeat(2_000);
+    let text = "x".repeat(size);
     let mut seq = 1;
-    for _ in 0..40 {
-        let kinds = (0..100)
+    for _ in 0..batches {
+        let kinds = (0..per_batch)
             .map(|_| {
                 Partial {
                     content: vec![Content::text(text.clone())],
@@ -75,9 +77,21 @@ async fn the_write_ahead_log_is_checkpointed_into_the_database() {
                 .into()
             })
             .collect();
-        log.append(events(&run, seq, kinds).into()).await.unwrap();
-        seq += 100;
+        log.append(events(run, seq, kinds).into()).await.unwrap();
+        seq += per_batch;
     }
+    seq
+}
+
+/// Checkpoints happen off the writer thread: a few megabytes of appends end
+/// up in the database file itself, not only in its write-ahead log.
+#[tokio::test]
+async fn the_write_ahead_log_is_checkpointed_into_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let run = run_id("big");
+    append_text_items(&log, &run, 40, 100, 2_000).await;
     // 8 MB appended; SQLite's threshold is 1,000 pages (4 MB).
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let size = || std::fs::metadata(&path).unwrap().len();
@@ -134,25 +148,8 @@ async fn the_write_ahead_log_stays_bounded_under_a_writer_that_never_pauses() {
     let path = dir.path().join("weir.db");
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
     let run = run_id("flood");
-    log.append(events(&run, 0, vec![started("t")]).into())
-        .await
-        .unwrap();
-    let text = "x".repeat(1_000);
-    let mut seq = 1;
     // 160 MB in batches of 256, as a run's writer appends a fast stream.
-    for _ in 0..625 {
-        let kinds = (0..256)
-            .map(|_| {
-                Partial {
-                    content: vec![Content::text(text.clone())],
-                    ..Partial::default()
-                }
-                .into()
-            })
-            .collect();
-        log.append(events(&run, seq, kinds).into()).await.unwrap();
-        seq += 256;
-    }
+    let seq = append_text_items(&log, &run, 625, 256, 1_000).await;
     let wal = std::fs::metadata(dir.path().join("weir.db-wal"))
         .map(|meta| meta.len())
         .unwrap_or(0);
