@@ -263,9 +263,10 @@ impl Tool for UpstreamTool {
         // Only then is the run's owner looked up: it is a read of the
         // store, which every call would wait on before the upstream hears
         // of it (a quarter of a millisecond on SQLite).
-        let owner = match self.caller.per_caller(&self.server) {
-            true => ctx.owner().await,
-            false => None,
+        let owner = if self.caller.per_caller(&self.server) {
+            ctx.owner().await
+        } else {
+            None
         };
         let reports = ToRun {
             ctx: &ctx,
