@@ -20,37 +20,60 @@ pub(crate) fn events(
     limit: usize,
 ) -> Result<Vec<RunEvent>, LogError> {
     let doing = "reading events";
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT e.seq, e.ts, e.body FROM runs r JOIN events e ON e.run_key = r.run_key
-             WHERE r.run_id = ?1 AND e.seq >= ?2 ORDER BY e.seq LIMIT ?3",
-        )
-        .map_err(db(doing))?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let run_key: i64 = conn
+        .prepare_cached("SELECT run_key FROM runs WHERE run_id = ?1")
+        .and_then(|mut stmt| {
+            stmt.query_row([run_id.as_str()], |row| row.get(0))
+                .optional()
+        })
+        .map_err(db(doing))?
+        .ok_or_else(|| LogError::UnknownRun(run_id.clone()))?;
     // Seqs are SQLite integers (i64). A `from` past i64::MAX is past every
     // event a log can hold; cast, it would turn negative and match them all.
-    let from = i64::try_from(from).unwrap_or(i64::MAX);
+    let from_key = i64::try_from(from).unwrap_or(i64::MAX);
+    // From the row holding `from` (a row holds its seq and the events after
+    // it, up to the next row's): each row holds at least one event, so
+    // `limit` rows after it are all a read can need.
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT seq, ts, body FROM events WHERE run_key = ?1 AND seq >= coalesce(
+                 (SELECT max(seq) FROM events WHERE run_key = ?1 AND seq <= ?2), 0)
+             ORDER BY seq LIMIT ?3",
+        )
+        .map_err(db(doing))?;
+    let rows_wanted = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
     let mut rows = stmt
-        .query(params![run_id.as_str(), from, limit])
+        .query(params![run_key, from_key, rows_wanted])
         .map_err(db(doing))?;
     let mut events = Vec::new();
-    while let Some(row) = rows.next().map_err(db(doing))? {
-        let seq: i64 = row.get(0).map_err(db(doing))?;
-        let ts: i64 = row.get(1).map_err(db(doing))?;
-        let body = row.get_ref(2).map_err(db(doing))?;
-        let kind = body::decode(body).map_err(|error| LogError::Storage {
+    let mut expected = None;
+    while events.len() < limit {
+        let Some(row) = rows.next().map_err(db(doing))? else {
+            break;
+        };
+        let seq = row.get::<_, i64>(0).map_err(db(doing))? as Seq;
+        let ts = row.get::<_, i64>(1).map_err(db(doing))? as u64;
+        let unreadable = |message: String| LogError::Storage {
             doing,
-            message: format!("event {seq} of run {run_id} cannot be read: {error}"),
-        })?;
-        events.push(RunEvent {
-            run_id: run_id.clone(),
-            seq: seq as Seq,
-            ts: ts as u64,
-            kind,
-        });
-    }
-    if events.is_empty() && find_run(conn, run_id)?.is_none() {
-        return Err(LogError::UnknownRun(run_id.clone()));
+            message: format!("events from {seq} of run {run_id} cannot be read: {message}"),
+        };
+        if expected.is_some_and(|expected| expected != seq) {
+            return Err(unreadable(format!(
+                "the row before ends at {}",
+                expected.unwrap_or_default()
+            )));
+        }
+        let body = row.get_ref(2).map_err(db(doing))?;
+        let keep = |(seq, ts, kind)| {
+            events.push(RunEvent {
+                run_id: run_id.clone(),
+                seq,
+                ts,
+                kind,
+            });
+            events.len() < limit
+        };
+        expected = body::decode_row(seq, ts, body, from, keep).map_err(unreadable)?;
     }
     Ok(events)
 }

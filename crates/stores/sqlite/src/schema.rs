@@ -10,7 +10,7 @@ use crate::queries::started_arguments;
 
 /// Bump when the schema changes; a newer file is refused, not misread, and
 /// an older one is migrated when opened.
-const SCHEMA_VERSION: i64 = 8;
+const SCHEMA_VERSION: i64 = 9;
 
 /// `runs.arguments` is NULL when the run's arguments are those of its
 /// `started` event (seq 0), which then keeps the only copy: a run's
@@ -30,6 +30,11 @@ const SCHEMA_VERSION: i64 = 8;
 /// compact form of `body.rs` for a partial result of text blocks. A schema 7
 /// file needs no rewriting: its bodies are all JSON text, which still reads;
 /// the version goes up so that an older weir refuses a file it would misread.
+///
+/// A row of `events` holds the event at its seq and (schema 9) may hold the
+/// events after it too, up to the next row's seq, in the form `body.rs`
+/// describes. The key is unchanged and a schema 8 file's rows, one event
+/// each, read as they did; the version goes up for the same reason.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     run_key     INTEGER PRIMARY KEY,

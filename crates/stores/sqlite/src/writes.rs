@@ -78,12 +78,15 @@ pub(crate) fn append(
     let mut insert = conn
         .prepare_cached("INSERT INTO events (run_key, seq, ts, body) VALUES (?1, ?2, ?3, ?4)")
         .map_err(db(doing))?;
+    // A row per few events, keyed by its first (`body.rs`).
     let mut buffer = Vec::with_capacity(256);
-    for event in events.iter() {
-        let body = body::encode(&event.kind, &mut buffer);
+    let mut rest = &events[..];
+    while let [first, ..] = rest {
+        let (held, body) = body::encode_row(rest, &mut buffer);
         insert
-            .execute(params![run_key, event.seq as i64, event.ts as i64, body])
+            .execute(params![run_key, first.seq as i64, first.ts as i64, body])
             .map_err(db(doing))?;
+        rest = &rest[held..];
     }
     // A pending run has just started (its tail checked that `started` comes
     // first). When `started` carries the arguments the run was registered

@@ -99,6 +99,9 @@ fn stored_arguments(path: &Path) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// The schema this weir writes.
+const CURRENT_SCHEMA: i64 = 9;
+
 fn user_version(path: &Path) -> i64 {
     rusqlite::Connection::open(path)
         .unwrap()
@@ -236,7 +239,7 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!((version, without_rowid), (8, 0));
+    assert_eq!((version, without_rowid), (CURRENT_SCHEMA, 0));
 }
 
 /// A log written by schema 2 (every run's arguments in its row as well as in
@@ -267,7 +270,7 @@ async fn a_schema_2_log_is_migrated_with_every_summary() {
             Some(summary)
         );
     }
-    assert_eq!(user_version(&path), 8);
+    assert_eq!(user_version(&path), CURRENT_SCHEMA);
     assert_eq!(
         stored_arguments(&path),
         [
@@ -299,7 +302,7 @@ async fn a_schema_3_log_is_migrated_with_runs_that_have_no_owner() {
     assert_eq!(user_version(&path), 3);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 8);
+    assert_eq!(user_version(&path), CURRENT_SCHEMA);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.owner.is_none()));
@@ -341,7 +344,7 @@ async fn a_schema_4_log_is_migrated_with_runs_that_have_no_parent() {
     assert_eq!(user_version(&path), 4);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 8);
+    assert_eq!(user_version(&path), CURRENT_SCHEMA);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.parent.is_none()));
@@ -373,7 +376,7 @@ async fn a_schema_5_log_is_migrated_with_runs_that_have_no_resume_record() {
     assert_eq!(user_version(&path), 5);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 8);
+    assert_eq!(user_version(&path), CURRENT_SCHEMA);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     for (summary, events) in summaries.iter().zip(&logs) {
@@ -404,7 +407,7 @@ async fn a_schema_6_log_is_migrated_with_runs_that_have_no_client() {
     assert_eq!(user_version(&path), 6);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 8);
+    assert_eq!(user_version(&path), CURRENT_SCHEMA);
     let migrated = log.list_runs(&RunFilter::default()).await.unwrap();
     assert_eq!(migrated, summaries);
     assert!(migrated.iter().all(|run| run.client.is_none()));
@@ -442,11 +445,13 @@ fn body_types(path: &Path, run: &str) -> Vec<String> {
         .collect()
 }
 
-/// A partial result of text blocks (a streaming tool's item) is stored as a
-/// compact BLOB, every other event as JSON text, and both read back as
-/// written, with text that JSON would escape.
+/// An append is stored as few rows: `started` alone as JSON text, the
+/// events after it in one row of several (a BLOB); an event appended alone
+/// is a row of its own, a partial result of text blocks a compact BLOB and
+/// every other event JSON text. All read back as written from any seq,
+/// with text that JSON would escape.
 #[tokio::test]
-async fn a_text_partial_is_stored_compact_and_every_other_event_as_json() {
+async fn an_append_is_stored_as_few_rows_and_reads_back_from_any_seq() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weir.db");
     let run = run_id("mixed");
@@ -464,22 +469,77 @@ async fn a_text_partial_is_stored_compact_and_every_other_event_as_json() {
             body_event(1, 2),
             text_partial("\"quoted\"\n\\ é 😀 \u{1}"),
             grouped,
+            text_partial("alone"),
+            body_event(3, 4),
             done(),
         ],
     );
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    log.append(written.clone().into()).await.unwrap();
+    log.append(written[..5].to_vec().into()).await.unwrap();
+    for alone in &written[5..] {
+        log.append(vec![alone.clone()].into()).await.unwrap();
+    }
     assert_eq!(log.read(&run, 0, 100).await.unwrap(), written);
-    assert_eq!(log.read(&run, 3, 1).await.unwrap(), written[3..4]);
+    for from in 0..written.len() {
+        for limit in [1, 2, 100] {
+            let want: Vec<_> = written.iter().skip(from).take(limit).cloned().collect();
+            assert_eq!(log.read(&run, from as u64, limit).await.unwrap(), want);
+        }
+    }
+    assert_eq!(log.read(&run, 99, 10).await.unwrap(), []);
     assert_eq!(
         body_types(&path, "mixed"),
-        ["text", "blob", "text", "blob", "text", "text"]
+        ["text", "blob", "blob", "text", "text"]
+    );
+}
+
+/// A schema 8 log (one event per row, text partials as compact BLOBs)
+/// opens on the current schema with every event as it was, and a run it
+/// held goes on in rows of several events.
+#[tokio::test]
+async fn a_schema_8_log_is_migrated_with_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let run = run_id("streaming");
+    let before = events(
+        &run,
+        0,
+        vec![started("t"), text_partial("one"), text_partial("two \"2\"")],
+    );
+    {
+        let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+        // One event per append: schema 8's layout, one row each.
+        for event in &before {
+            log.append(vec![event.clone()].into()).await.unwrap();
+        }
+    }
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 8;")
+        .unwrap();
+    assert_eq!(body_types(&path, "streaming"), ["text", "blob", "blob"]);
+
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(user_version(&path), CURRENT_SCHEMA);
+    assert_eq!(log.read(&run, 1, 100).await.unwrap(), before[1..]);
+    let after = events(
+        &run,
+        3,
+        vec![text_partial("three"), text_partial("four"), done()],
+    );
+    log.append(after.clone().into()).await.unwrap();
+    let all: Vec<_> = before.into_iter().chain(after).collect();
+    assert_eq!(log.read(&run, 0, 100).await.unwrap(), all);
+    assert_eq!(log.read(&run, 2, 2).await.unwrap(), all[2..4]);
+    assert_eq!(
+        body_types(&path, "streaming"),
+        ["text", "blob", "blob", "blob"]
     );
 }
 
 /// A schema 7 log (every body JSON text, as schema 7 wrote them) opens on
-/// schema 8 with every event as it was, and a run it held goes on with
-/// compact bodies beside its JSON ones.
+/// the current schema with every event as it was, and a run it held goes on
+/// in a row of several events beside its JSON ones.
 #[tokio::test]
 async fn a_schema_7_log_is_migrated_with_every_event() {
     let dir = tempfile::tempdir().unwrap();
@@ -525,7 +585,7 @@ async fn a_schema_7_log_is_migrated_with_every_event() {
     assert_eq!(body_types(&path, "streaming"), ["text", "text", "text"]);
 
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(user_version(&path), 8);
+    assert_eq!(user_version(&path), CURRENT_SCHEMA);
     for (summary, events) in summaries.iter().zip(&logs) {
         assert_eq!(&log.read(&summary.run_id, 0, 100).await.unwrap(), events);
     }
@@ -538,7 +598,7 @@ async fn a_schema_7_log_is_migrated_with_every_event() {
     assert_eq!(log.read(&run, 0, 100).await.unwrap(), all);
     assert_eq!(
         body_types(&path, "streaming"),
-        ["text", "text", "text", "blob", "text"]
+        ["text", "text", "text", "blob"]
     );
 }
 
