@@ -18,8 +18,9 @@
 //! the store's CPU. An append now stores its batch as rows of up to
 //! [`ROW_EVENTS`] events and about [`ROW_BYTES`] bytes ([`RUN_OF_EVENTS`]
 //! form), so a read from the middle of a batch (a resume) decodes little it
-//! does not need. A run's `started` event (seq 0) is always a row of its
-//! own, JSON text: a run's summary reads its arguments from there.
+//! does not need. Such a row's bytes live in a segment file, the row points
+//! there (`segments.rs`). A run's `started` event (seq 0) is always a row
+//! of its own, JSON text: a run's summary reads its arguments from there.
 
 use rusqlite::types::ValueRef;
 use weir_core::{Content, EventKind, Partial, RunEvent, Seq};
@@ -47,15 +48,18 @@ pub(crate) const ROW_BYTES: usize = 32 * 1024;
 pub(crate) enum Body<'a> {
     /// JSON text: one event the compact form does not cover.
     Json(&'a str),
-    /// One compact event, or several events.
+    /// One event in the compact form, or a pointer into a segment.
     Compact(&'a [u8]),
+    /// Several events: kept in a segment (`segments.rs`), the row points
+    /// there.
+    Several(&'a [u8]),
 }
 
 impl rusqlite::ToSql for Body<'_> {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         Ok(rusqlite::types::ToSqlOutput::Borrowed(match self {
             Body::Json(text) => ValueRef::Text(text.as_bytes()),
-            Body::Compact(bytes) => ValueRef::Blob(bytes),
+            Body::Compact(bytes) | Body::Several(bytes) => ValueRef::Blob(bytes),
         }))
     }
 }
@@ -83,7 +87,7 @@ pub(crate) fn encode_row<'a>(events: &[RunEvent], buffer: &'a mut Vec<u8>) -> (u
         buffer[header + 1..header + 5].copy_from_slice(&len.to_le_bytes());
         taken += 1;
     }
-    (taken, Body::Compact(buffer))
+    (taken, Body::Several(buffer))
 }
 
 /// Encodes one event's body into `buffer` (cleared first).
@@ -265,7 +269,7 @@ mod tests {
         let mut buffer = Vec::new();
         let (compact, decoded) = match encode(kind, &mut buffer) {
             Body::Json(json) => (false, decode(ValueRef::Text(json.as_bytes()))),
-            Body::Compact(blob) => (true, decode(ValueRef::Blob(blob))),
+            Body::Compact(blob) | Body::Several(blob) => (true, decode(ValueRef::Blob(blob))),
         };
         (compact, decoded.unwrap())
     }
@@ -356,7 +360,7 @@ mod tests {
             let (held, body) = encode_row(rest, &mut buffer);
             let (bytes, json) = match body {
                 Body::Json(text) => (text.as_bytes().to_vec(), true),
-                Body::Compact(blob) => (blob.to_vec(), false),
+                Body::Compact(blob) | Body::Several(blob) => (blob.to_vec(), false),
             };
             rows.push((first.seq, first.ts, bytes, json));
             rest = &rest[held..];

@@ -37,7 +37,7 @@ pub(crate) fn make_private(path: &Path) -> Result<(), LogError> {
         .mode(0o600)
         .open(path)
         .map_err(failed("creating the event log", path))?;
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", "-segments"] {
         let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
         let Ok(metadata) = std::fs::metadata(&file) else {
             continue;

@@ -20,8 +20,10 @@
 //! on a pool of read-only connections on tokio's blocking pool (`read.rs`,
 //! `queries.rs`). `schema.rs` holds the tables (a run's arguments are
 //! written once: in its row while pending, then in its `started` event) and
-//! their migrations; `body.rs` how an event's body is stored (a partial
-//! result of text blocks as a compact BLOB, any other event as JSON). The
+//! their migrations; `body.rs` how events are stored in rows (several
+//! events in a row, a partial result of text blocks as a compact BLOB, any
+//! other event as JSON) and `segments.rs` the files beside the database
+//! that hold the bytes of rows of several events. The
 //! rules every store shares (artifact names, digests, which run an append
 //! creates) come from [`weir_runtime::log::kit`], and the crate's tests run
 //! the contract suite every store passes (`weir_runtime::store_contract`).
@@ -58,6 +60,7 @@ mod connection;
 mod queries;
 mod read;
 mod schema;
+mod segments;
 mod writer;
 mod writes;
 
@@ -73,6 +76,7 @@ use weir_runtime::log::{
 };
 
 use crate::read::Readers;
+use crate::segments::{Appender, Segments};
 use crate::writer::{WriteOp, Writer};
 
 /// How an append is made durable.
@@ -95,6 +99,12 @@ pub struct SqliteOptions {
     pub live_capacity: usize,
     /// See [`Durability`].
     pub durability: Durability,
+    /// The size at which the next segment file is started. The bytes of a
+    /// stream's events are kept in segment files beside the database
+    /// (`<file>-segments/`), and a segment's space comes back when no run
+    /// stored in it is left; smaller segments give space back sooner, in
+    /// more files.
+    pub segment_bytes: u64,
 }
 
 impl Default for SqliteOptions {
@@ -102,6 +112,7 @@ impl Default for SqliteOptions {
         SqliteOptions {
             live_capacity: 256,
             durability: Durability::default(),
+            segment_bytes: 64 << 20,
         }
     }
 }
@@ -117,6 +128,7 @@ struct Inner {
     path: PathBuf,
     writer: Writer,
     readers: Arc<Readers>,
+    segments: Arc<Segments>,
     hub: Arc<LiveHub>,
 }
 
@@ -127,12 +139,16 @@ impl SqliteLog {
         connection::make_private(&path)?;
         let mut conn = connection::open(&path, options.durability)?;
         schema::prepare(&mut conn, &path)?;
+        let segments = Segments::beside(&path);
+        segments.remove_orphans(&conn)?;
         let wal = checkpoint::start(&mut conn, &path, options.durability)?;
         let hub = Arc::new(LiveHub::new(options.live_capacity));
-        let writer = Writer::start(conn, hub.clone(), wal)?;
+        let appender = Appender::new(segments.clone(), options.durability, options.segment_bytes);
+        let writer = Writer::start(conn, hub.clone(), wal, appender)?;
         Ok(SqliteLog {
             inner: Arc::new(Inner {
                 readers: Arc::new(Readers::new(path.clone())),
+                segments: Arc::new(segments),
                 path,
                 writer,
                 hub,
@@ -172,9 +188,10 @@ impl EventLog for SqliteLog {
         limit: usize,
     ) -> Result<Vec<RunEvent>, LogError> {
         let run_id = run_id.clone();
+        let segments = self.inner.segments.clone();
         self.inner
             .readers
-            .read(move |conn| queries::events(conn, &run_id, from, limit))
+            .read(move |conn| queries::events(conn, &segments, &run_id, from, limit))
             .await
     }
 

@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, params};
 use weir_core::{ArtifactRef, EventKind, RunEvent, RunId, RunState, Seq};
 use weir_runtime::LogError;
@@ -11,10 +12,12 @@ use weir_runtime::log::{RunFilter, RunSummary};
 
 use crate::body;
 use crate::connection::db;
+use crate::segments::Segments;
 
 /// Up to `limit` events of `run_id` from seq `from` on.
 pub(crate) fn events(
     conn: &Connection,
+    segments: &Segments,
     run_id: &RunId,
     from: Seq,
     limit: usize,
@@ -36,7 +39,7 @@ pub(crate) fn events(
     // `limit` rows after it are all a read can need.
     let mut stmt = conn
         .prepare_cached(
-            "SELECT seq, ts, body FROM events WHERE run_key = ?1 AND seq >= coalesce(
+            "SELECT seq, ts, body, segment FROM events WHERE run_key = ?1 AND seq >= coalesce(
                  (SELECT max(seq) FROM events WHERE run_key = ?1 AND seq <= ?2), 0)
              ORDER BY seq LIMIT ?3",
         )
@@ -63,7 +66,15 @@ pub(crate) fn events(
                 expected.unwrap_or_default()
             )));
         }
-        let body = row.get_ref(2).map_err(db(doing))?;
+        let mut body = row.get_ref(2).map_err(db(doing))?;
+        let held;
+        if let Some(segment) = row.get::<_, Option<i64>>(3).map_err(db(doing))? {
+            let pointer = body
+                .as_blob()
+                .map_err(|error| unreadable(error.to_string()))?;
+            held = segments.read(segment, pointer).map_err(unreadable)?;
+            body = ValueRef::Blob(&held);
+        }
         let keep = |(seq, ts, kind)| {
             events.push(RunEvent {
                 run_id: run_id.clone(),

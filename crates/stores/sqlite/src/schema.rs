@@ -33,8 +33,10 @@ const SCHEMA_VERSION: i64 = 9;
 ///
 /// A row of `events` holds the event at its seq and (schema 9) may hold the
 /// events after it too, up to the next row's seq, in the form `body.rs`
-/// describes. The key is unchanged and a schema 8 file's rows, one event
-/// each, read as they did; the version goes up for the same reason.
+/// describes; such a row's bytes are in the segment file `events.segment`
+/// names, `body` points there, and `segments` says where each segment's
+/// next bytes go (`segments.rs`). A row with no segment holds its body
+/// itself, so a schema 8 file's rows, one event each, read as they did.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     run_key     INTEGER PRIMARY KEY,
@@ -60,7 +62,13 @@ CREATE TABLE IF NOT EXISTS events (
     seq     INTEGER NOT NULL,
     ts      INTEGER NOT NULL,
     body    TEXT NOT NULL,
+    segment INTEGER,
     PRIMARY KEY (run_key, seq)
+);
+CREATE INDEX IF NOT EXISTS events_by_segment ON events (segment) WHERE segment IS NOT NULL;
+CREATE TABLE IF NOT EXISTS segments (
+    id   INTEGER PRIMARY KEY,
+    size INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS artifacts (
     run_key INTEGER NOT NULL,
@@ -105,6 +113,9 @@ pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), LogError
     }
     if (1..=6).contains(&version) {
         migrate_from_6(conn).map_err(db("adding run clients (schema 7)"))?;
+    }
+    if (1..=8).contains(&version) {
+        migrate_from_8(conn).map_err(db("adding event segments (schema 9)"))?;
     }
     conn.execute_batch(SCHEMA)
         .and_then(|()| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
@@ -265,5 +276,23 @@ fn migrate_from_6(conn: &mut Connection) -> rusqlite::Result<()> {
         tx.execute_batch("ALTER TABLE runs ADD COLUMN client TEXT;")?;
     }
     tx.execute_batch("PRAGMA user_version = 7;")?;
+    tx.commit()
+}
+
+/// Moves a schema 7 or 8 log to schema 9: events get a segment, NULL for
+/// every row written before (each holds its body itself). Schema 8 needs
+/// nothing else: its compact bodies read as they did. One transaction: if
+/// it is interrupted, the file stays as it was.
+fn migrate_from_8(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    let has_segment: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('events') WHERE name = 'segment'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_segment {
+        tx.execute_batch("ALTER TABLE events ADD COLUMN segment INTEGER;")?;
+    }
+    tx.execute_batch("PRAGMA user_version = 9;")?;
     tx.commit()
 }

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, mpsc};
 
-use rusqlite::{Connection, Transaction};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 use weir_core::{ArtifactRef, RunId};
 use weir_runtime::LogError;
@@ -14,6 +14,7 @@ use weir_runtime::log::{Batch, LiveHub, NewRun};
 
 use crate::checkpoint::WalSize;
 use crate::connection::db;
+use crate::segments::Appender;
 use crate::writes::{self, Tails};
 
 /// Most events the writer puts in one transaction.
@@ -47,11 +48,12 @@ impl Writer {
         conn: Connection,
         hub: Arc<LiveHub>,
         wal: WalSize,
+        appender: Appender,
     ) -> Result<Writer, LogError> {
         let (ops, queue) = mpsc::channel();
         std::thread::Builder::new()
             .name("weir-sqlite-writer".into())
-            .spawn(move || write_loop(conn, queue, &hub, &wal))
+            .spawn(move || write_loop(conn, queue, &hub, &wal, appender))
             .map_err(|error| LogError::Storage {
                 doing: "starting the writer thread",
                 message: error.to_string(),
@@ -89,7 +91,13 @@ fn reply<T: Send + 'static>(ack: Ack<T>, result: Result<T, LogError>) -> Reply {
     })
 }
 
-fn write_loop(mut conn: Connection, ops: mpsc::Receiver<WriteOp>, hub: &LiveHub, wal: &WalSize) {
+fn write_loop(
+    mut conn: Connection,
+    ops: mpsc::Receiver<WriteOp>,
+    hub: &LiveHub,
+    wal: &WalSize,
+    mut appender: Appender,
+) {
     let mut tails = Tails::new();
     while let Ok(first) = ops.recv() {
         let mut group = vec![first];
@@ -106,22 +114,34 @@ fn write_loop(mut conn: Connection, ops: mpsc::Receiver<WriteOp>, hub: &LiveHub,
                 Err(_) => break,
             }
         }
-        commit_group(&mut conn, &mut tails, hub, group);
+        commit_group(&mut conn, &mut tails, &mut appender, hub, group);
         wal.bound(&conn);
     }
 }
 
 /// Applies `group` in one transaction, each operation in a savepoint of its
-/// own so one refused append does not sink its neighbours.
-fn commit_group(conn: &mut Connection, tails: &mut Tails, hub: &LiveHub, group: Vec<WriteOp>) {
+/// own so one refused append does not sink its neighbours. The transaction
+/// takes the write lock as it begins: where the next segment bytes go is
+/// read in it, and no other process may write there meanwhile.
+fn commit_group(
+    conn: &mut Connection,
+    tails: &mut Tails,
+    appender: &mut Appender,
+    hub: &LiveHub,
+    group: Vec<WriteOp>,
+) {
     let mut replies: Vec<Reply> = Vec::with_capacity(group.len());
     let mut published: Vec<Batch> = Vec::new();
     let committed = (|| {
-        let mut tx = conn.transaction()?;
+        let mut tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|error| error.to_string())?;
+        appender.begin();
         for op in group {
-            replies.push(apply(&mut tx, tails, op, &mut published));
+            replies.push(apply(&mut tx, tails, appender, op, &mut published));
         }
-        tx.commit()
+        appender.finish(&tx).map_err(|error| error.to_string())?;
+        tx.commit().map_err(|error| error.to_string())
     })();
     match committed {
         Ok(()) => {
@@ -132,10 +152,9 @@ fn commit_group(conn: &mut Connection, tails: &mut Tails, hub: &LiveHub, group: 
                 reply(None);
             }
         }
-        Err(error) => {
+        Err(message) => {
             // The cached tails may describe writes that were rolled back.
             tails.clear();
-            let message = error.to_string();
             for reply in replies {
                 reply(Some(&message));
             }
@@ -146,6 +165,7 @@ fn commit_group(conn: &mut Connection, tails: &mut Tails, hub: &LiveHub, group: 
 fn apply(
     tx: &mut Transaction<'_>,
     tails: &mut Tails,
+    appender: &mut Appender,
     op: WriteOp,
     published: &mut Vec<Batch>,
 ) -> Reply {
@@ -155,7 +175,7 @@ fn apply(
             in_savepoint(tx, |tx| writes::create_run(tx, &run).map(drop)),
         ),
         WriteOp::Append(events, ack) => {
-            let result = in_savepoint(tx, |tx| writes::append(tx, tails, events));
+            let result = in_savepoint(tx, |tx| writes::append(tx, tails, appender, events));
             let result = result.map(|(run_id, tail, batch)| {
                 if tail.1.state.is_terminal() {
                     tails.remove(&run_id);
@@ -178,10 +198,22 @@ fn apply(
                 writes::put_artifact(tx, &run_id, &name, &mime, &data)
             }),
         ),
-        WriteOp::DeleteFinishedBefore(ts, ack) => reply(
-            ack,
-            in_savepoint(tx, |tx| writes::delete_finished_before(tx, ts)),
-        ),
+        WriteOp::DeleteFinishedBefore(ts, ack) => {
+            let result = in_savepoint(tx, |tx| writes::delete_finished_before(tx, ts));
+            let (result, unused) = match result {
+                Ok((deleted, unused)) => (Ok(deleted), unused),
+                Err(error) => (Err(error), Vec::new()),
+            };
+            let segments = appender.segments().clone();
+            let reply = reply(ack, result);
+            Box::new(move |commit_error| {
+                // Their rows are gone only once this has committed.
+                if commit_error.is_none() {
+                    segments.remove(&unused);
+                }
+                reply(commit_error);
+            })
+        }
     }
 }
 

@@ -8,8 +8,9 @@ use weir_runtime::LogError;
 use weir_runtime::log::kit::{append_target, run_started_by, sha256_hex};
 use weir_runtime::log::{Batch, NewRun};
 
-use crate::body;
+use crate::body::{self, Body};
 use crate::connection::db;
+use crate::segments::{Appender, Segments};
 
 /// Per open run: its key in `runs` and its tail. Dropped at the terminal event.
 pub(crate) type Tails = std::collections::HashMap<RunId, (i64, LogTail)>;
@@ -51,6 +52,7 @@ fn insert_run(conn: &Connection, run: &NewRun, arguments: Option<String>) -> Res
 pub(crate) fn append(
     conn: &Connection,
     tails: &Tails,
+    appender: &mut Appender,
     events: Batch,
 ) -> Result<(RunId, (i64, LogTail), Batch), LogError> {
     let run_id = append_target(&events)
@@ -76,15 +78,33 @@ pub(crate) fn append(
         })?;
     let doing = "appending events";
     let mut insert = conn
-        .prepare_cached("INSERT INTO events (run_key, seq, ts, body) VALUES (?1, ?2, ?3, ?4)")
+        .prepare_cached(
+            "INSERT INTO events (run_key, seq, ts, body, segment) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
         .map_err(db(doing))?;
-    // A row per few events, keyed by its first (`body.rs`).
+    // A row per few events, keyed by its first (`body.rs`); the bytes of
+    // several in a segment (`segments.rs`).
     let mut buffer = Vec::with_capacity(256);
     let mut rest = &events[..];
     while let [first, ..] = rest {
         let (held, body) = body::encode_row(rest, &mut buffer);
+        let pointer;
+        let (body, segment) = match body {
+            Body::Several(bytes) => {
+                let segment;
+                (segment, pointer) = appender.write(conn, bytes)?;
+                (Body::Compact(&pointer), Some(segment))
+            }
+            alone => (alone, None),
+        };
         insert
-            .execute(params![run_key, first.seq as i64, first.ts as i64, body])
+            .execute(params![
+                run_key,
+                first.seq as i64,
+                first.ts as i64,
+                body,
+                segment
+            ])
             .map_err(db(doing))?;
         rest = &rest[held..];
     }
@@ -192,19 +212,26 @@ pub(crate) fn put_artifact(
     Ok(artifact)
 }
 
-pub(crate) fn delete_finished_before(conn: &Connection, ts: u64) -> Result<usize, LogError> {
+/// Deletes the runs finished before `ts`; returns how many, and the
+/// segments no row points into any more, whose files go once this commits.
+pub(crate) fn delete_finished_before(
+    conn: &Connection,
+    ts: u64,
+) -> Result<(usize, Vec<i64>), LogError> {
     let doing = "deleting old runs";
     let old = "SELECT run_key FROM runs WHERE finished_ts < ?1";
-    conn.execute(
-        &format!("DELETE FROM events WHERE run_key IN ({old})"),
-        [ts as i64],
-    )
-    .and_then(|_| {
-        conn.execute(
-            &format!("DELETE FROM artifacts WHERE run_key IN ({old})"),
+    let deleted = conn
+        .execute(
+            &format!("DELETE FROM events WHERE run_key IN ({old})"),
             [ts as i64],
         )
-    })
-    .and_then(|_| conn.execute("DELETE FROM runs WHERE finished_ts < ?1", [ts as i64]))
-    .map_err(db(doing))
+        .and_then(|_| {
+            conn.execute(
+                &format!("DELETE FROM artifacts WHERE run_key IN ({old})"),
+                [ts as i64],
+            )
+        })
+        .and_then(|_| conn.execute("DELETE FROM runs WHERE finished_ts < ?1", [ts as i64]))
+        .map_err(db(doing))?;
+    Ok((deleted, Segments::unused(conn)?))
 }

@@ -52,35 +52,37 @@ async fn a_subscriber_follows_a_run_written_by_another_handle() {
     check_log(&got);
 }
 
-/// Starts `run` and appends `batches` batches of `per_batch` items, each
-/// a text of `size` bytes: a stream as a run's writer stores it. Returns
-/// the seq after the last item.
-async fn append_text_items(
-    log: &SqliteLog,
-    run: &RunId,
-    batches: u64,
-    per_batch: u64,
-    size: usize,
-) -> u64 {
-    log.append(events(run, 0, vec![started("t")]).into())
-        .await
-        .unwrap();
+/// Starts `runs` runs and appends to each, at once, `items` items of
+/// `size` bytes of text, one per append: rows the database itself holds
+/// (a row of several events keeps its bytes in a segment file instead), a
+/// writer kept busy by many runs as by a server's. Returns the runs.
+async fn append_items_alone(log: &SqliteLog, runs: usize, items: u64, size: usize) -> Vec<RunId> {
     let text = "x".repeat(size);
-    let mut seq = 1;
-    for _ in 0..batches {
-        let kinds = (0..per_batch)
-            .map(|_| {
-                Partial {
-                    content: vec![Content::text(text.clone())],
-                    ..Partial::default()
+    let tasks: Vec<_> = (0..runs)
+        .map(|i| {
+            let (log, text, run) = (log.clone(), text.clone(), run_id(&format!("run-{i}")));
+            tokio::spawn(async move {
+                log.append(events(&run, 0, vec![started("t")]).into())
+                    .await
+                    .unwrap();
+                for seq in 1..=items {
+                    let item = Partial {
+                        content: vec![Content::text(text.clone())],
+                        ..Partial::default()
+                    };
+                    log.append(events(&run, seq, vec![item.into()]).into())
+                        .await
+                        .unwrap();
                 }
-                .into()
+                run
             })
-            .collect();
-        log.append(events(run, seq, kinds).into()).await.unwrap();
-        seq += per_batch;
+        })
+        .collect();
+    let mut done = Vec::new();
+    for task in tasks {
+        done.push(task.await.unwrap());
     }
-    seq
+    done
 }
 
 /// Checkpoints happen off the writer thread: a few megabytes of appends end
@@ -90,8 +92,7 @@ async fn the_write_ahead_log_is_checkpointed_into_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weir.db");
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    let run = run_id("big");
-    append_text_items(&log, &run, 40, 100, 2_000).await;
+    let runs = append_items_alone(&log, 4, 1_000, 2_000).await;
     // 8 MB appended; SQLite's threshold is 1,000 pages (4 MB).
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let size = || std::fs::metadata(&path).unwrap().len();
@@ -103,7 +104,7 @@ async fn the_write_ahead_log_is_checkpointed_into_the_database() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(log.read(&run, 3_990, 100).await.unwrap().len(), 11);
+    assert_eq!(log.read(&runs[3], 990, 100).await.unwrap().len(), 11);
 }
 
 fn mode(path: &std::path::Path) -> u32 {
@@ -147,9 +148,8 @@ async fn the_write_ahead_log_stays_bounded_under_a_writer_that_never_pauses() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weir.db");
     let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-    let run = run_id("flood");
-    // 160 MB in batches of 256, as a run's writer appends a fast stream.
-    let seq = append_text_items(&log, &run, 625, 256, 1_000).await;
+    // 160 MB from 64 runs at once.
+    let runs = append_items_alone(&log, 64, 2_500, 1_000).await;
     let wal = std::fs::metadata(dir.path().join("weir.db-wal"))
         .map(|meta| meta.len())
         .unwrap_or(0);
@@ -164,5 +164,5 @@ async fn the_write_ahead_log_stays_bounded_under_a_writer_that_never_pauses() {
         "the WAL grew to {} MiB for 160 MB appended",
         wal / (1024 * 1024)
     );
-    assert_eq!(log.read(&run, seq - 1, 10).await.unwrap().len(), 1);
+    assert_eq!(log.read(&runs[0], 2_500, 10).await.unwrap().len(), 1);
 }

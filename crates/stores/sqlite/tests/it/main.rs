@@ -4,3 +4,4 @@ mod contract;
 mod crash;
 mod file;
 mod schema;
+mod segments;

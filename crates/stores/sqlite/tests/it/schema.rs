@@ -205,7 +205,10 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
     let written = events(&run, 0, kinds);
     {
         let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
-        log.append(written.clone().into()).await.unwrap();
+        // One event per append: a row each, as schema 1 kept them.
+        for event in &written {
+            log.append(vec![event.clone()].into()).await.unwrap();
+        }
     }
     // Put the file back the way schema 1 laid it out.
     runs_back_to_schema_2(&path);
@@ -214,7 +217,7 @@ async fn a_schema_1_log_is_migrated_with_every_event() {
         "ALTER TABLE events RENAME TO events_now;
          CREATE TABLE events (run_key INTEGER NOT NULL, seq INTEGER NOT NULL,
              ts INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_key, seq)) WITHOUT ROWID;
-         INSERT INTO events SELECT * FROM events_now;
+         INSERT INTO events SELECT run_key, seq, ts, body FROM events_now;
          DROP TABLE events_now;
          PRAGMA user_version = 1;",
     )

@@ -1,0 +1,231 @@
+//! Segment files: the bytes of rows of several events, beside the database.
+
+use std::path::{Path, PathBuf};
+
+use weir_core::{Completed, Content, EventKind, Partial, RunEvent, RunId};
+use weir_runtime::EventLog;
+use weir_runtime::store_contract::support::{body_event, events, run_id, started};
+use weir_store_sqlite::{SqliteLog, SqliteOptions};
+
+fn item(text: &str) -> EventKind {
+    Partial {
+        content: vec![Content::text(text)],
+        ..Partial::default()
+    }
+    .into()
+}
+
+/// `run`'s events as a fast stream's writer appends them: `started`, then
+/// `batches` appends of `per_batch` items of `size` bytes (a log line in
+/// each batch too), then `completed`, at timestamps from `ts`.
+fn stream(run: &RunId, batches: u64, per_batch: u64, size: usize, ts: u64) -> Vec<Vec<RunEvent>> {
+    let mut appends = vec![events(run, 0, vec![started("t")])];
+    let mut seq = 1;
+    for batch in 0..batches {
+        let kinds: Vec<EventKind> = (0..per_batch)
+            .map(|i| match i {
+                7 => body_event(2, seq + i),
+                _ => item(&format!("{:08}:{}", seq + i, "x".repeat(size))),
+            })
+            .collect();
+        appends.push(events(run, seq, kinds));
+        seq += per_batch;
+        let _ = batch;
+    }
+    appends.push(events(
+        run,
+        seq,
+        vec![EventKind::Completed(Completed::default())],
+    ));
+    for event in appends.iter_mut().flatten() {
+        event.ts = ts + event.seq;
+    }
+    appends
+}
+
+async fn append_all(log: &SqliteLog, appends: &[Vec<RunEvent>]) {
+    for batch in appends {
+        log.append(batch.clone().into()).await.unwrap();
+    }
+}
+
+fn segments_dir(path: &Path) -> PathBuf {
+    PathBuf::from(format!("{}-segments", path.display()))
+}
+
+/// The segment files, by name, with their sizes.
+fn segment_files(path: &Path) -> Vec<(String, u64)> {
+    let mut files: Vec<_> = std::fs::read_dir(segments_dir(path))
+        .map(|dir| {
+            dir.map(|entry| {
+                let entry = entry.unwrap();
+                let name = entry.file_name().into_string().unwrap();
+                (name, entry.metadata().unwrap().len())
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|meta| meta.len()).unwrap_or(0)
+}
+
+/// Reads every event of `run` back, from seq 0 and from seqs in the
+/// middle of rows, and checks them against what was appended.
+async fn reads_back(log: &SqliteLog, run: &RunId, appended: &[Vec<RunEvent>]) {
+    let all: Vec<RunEvent> = appended.iter().flatten().cloned().collect();
+    assert_eq!(log.read(run, 0, usize::MAX).await.unwrap(), all);
+    for from in [1, 2, 63, 64, 65, 100, all.len() as u64 - 1] {
+        let want: Vec<_> = all.iter().skip(from as usize).take(50).cloned().collect();
+        assert_eq!(log.read(run, from, 50).await.unwrap(), want, "from {from}");
+    }
+}
+
+/// A fast stream's bytes are written once, to a segment file, not to the
+/// database (where SQLite writes them twice: its write-ahead log, then the
+/// database file); the database keeps small rows pointing there.
+#[tokio::test]
+async fn a_streams_bytes_go_to_a_segment_file_not_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let run = run_id("stream");
+    // 20 MB: 80 appends of 256 items of 1 KB.
+    let appends = stream(&run, 80, 256, 1_000, 1_000);
+    append_all(&log, &appends).await;
+    reads_back(&log, &run, &appends).await;
+    let in_segments: u64 = segment_files(&path).iter().map(|(_, size)| size).sum();
+    let in_database = file_size(&path) + file_size(&dir.path().join("weir.db-wal"));
+    assert!(in_segments > 20_000_000, "{in_segments} bytes in segments");
+    // The WAL keeps its largest size: a few pages per commit (the rows,
+    // their index, the run's row, the segment's) over 80 commits.
+    assert!(
+        in_database < 5_000_000,
+        "{in_database} bytes in the database and its WAL"
+    );
+    drop(log);
+    // As after a restart.
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    reads_back(&log, &run, &appends).await;
+}
+
+/// Deleting old runs deletes the segments no run left points into, and
+/// only those: the newest stays (appends go on there), and every event of
+/// a run kept reads back.
+#[tokio::test]
+async fn deleting_old_runs_gives_back_their_segments_and_no_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let options = SqliteOptions {
+        segment_bytes: 64 * 1024,
+        ..SqliteOptions::default()
+    };
+    let log = SqliteLog::open(&path, options.clone()).unwrap();
+    let (old, kept) = (run_id("old"), run_id("kept"));
+    let old_appends = stream(&old, 40, 16, 500, 1_000);
+    let kept_appends = stream(&kept, 40, 16, 500, 1_000_000);
+    // Interleaved, rows of 8 KB in segments of 64 KB: every segment holds
+    // rows of both runs.
+    for (a, b) in old_appends.iter().zip(&kept_appends) {
+        log.append(a.clone().into()).await.unwrap();
+        log.append(b.clone().into()).await.unwrap();
+    }
+    let before = segment_files(&path);
+    assert!(before.len() > 8, "{before:?}");
+    assert_eq!(log.delete_finished_before(500_000).await.unwrap(), 1);
+    let after = segment_files(&path);
+    // Both runs wrote into every segment: none is given back yet.
+    assert_eq!(after, before);
+    reads_back(&log, &kept, &kept_appends).await;
+
+    // A run alone in its segments gives them all back but the newest.
+    let alone = run_id("alone");
+    let alone_appends = stream(&alone, 20, 64, 500, 2_000);
+    append_all(&log, &alone_appends).await;
+    let with_alone = segment_files(&path);
+    assert!(with_alone.len() > after.len() + 5);
+    assert_eq!(log.delete_finished_before(500_000).await.unwrap(), 1);
+    let left = segment_files(&path);
+    assert_eq!(left.len(), after.len() + 1, "{left:?}");
+    assert_eq!(left[..after.len()], with_alone[..after.len()]);
+    assert_eq!(left.last(), with_alone.last());
+    reads_back(&log, &kept, &kept_appends).await;
+    assert!(log.read(&alone, 0, 10).await.is_err());
+
+    // A file the table no longer has (a process stopped between deleting
+    // the rows and the file) goes when the log is next opened; a file
+    // past the newest segment (another process making it) stays.
+    drop(log);
+    let orphan = segments_dir(&path).join(&with_alone[after.len()].0);
+    std::fs::write(&orphan, b"left over").unwrap();
+    let next = segments_dir(&path).join("9999999999");
+    std::fs::write(&next, b"").unwrap();
+    let log = SqliteLog::open(&path, options).unwrap();
+    assert!(!orphan.exists());
+    assert!(next.exists());
+    reads_back(&log, &kept, &kept_appends).await;
+}
+
+/// Bytes that are not what was written (a power loss took them, or
+/// someone wrote over them) are reported, not misread.
+#[tokio::test]
+async fn a_damaged_segment_is_reported_not_misread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let run = run_id("damaged");
+    let appends = stream(&run, 2, 64, 100, 1_000);
+    append_all(&log, &appends).await;
+    let (name, _) = segment_files(&path).remove(0);
+    let segment = segments_dir(&path).join(name);
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let at = bytes.iter().position(|&b| b == b'x').unwrap();
+    bytes[at] = b'y';
+    std::fs::write(&segment, bytes).unwrap();
+    let error = log.read(&run, 1, 10).await.unwrap_err().to_string();
+    assert!(error.contains("do not hold what was written"), "{error}");
+    // The row before, in the database itself, still reads.
+    assert_eq!(log.read(&run, 0, 1).await.unwrap(), appends[0]);
+}
+
+/// Two processes (here two handles, each with its own writer) appending to
+/// one log at once take turns at the segment: every run reads back whole.
+#[tokio::test]
+async fn two_writers_on_one_log_each_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let options = SqliteOptions {
+        segment_bytes: 256 * 1024,
+        ..SqliteOptions::default()
+    };
+    let logs = [
+        SqliteLog::open(&path, options.clone()).unwrap(),
+        SqliteLog::open(&path, options.clone()).unwrap(),
+    ];
+    let runs: Vec<(RunId, Vec<Vec<RunEvent>>)> = (0..8)
+        .map(|i| {
+            let run = run_id(&format!("run-{i}"));
+            let appends = stream(&run, 30, 32, 300 + i * 50, 1_000);
+            (run, appends)
+        })
+        .collect();
+    let tasks: Vec<_> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, (_, appends))| {
+            let (log, appends) = (logs[i % 2].clone(), appends.clone());
+            tokio::spawn(async move { append_all(&log, &appends).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert!(segment_files(&path).len() > 4);
+    let reader = SqliteLog::open(&path, options).unwrap();
+    for (run, appends) in &runs {
+        reads_back(&reader, run, appends).await;
+    }
+}
