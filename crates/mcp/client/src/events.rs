@@ -406,6 +406,16 @@ pub(crate) fn partial_from_wire(params: &RawValue) -> Option<(Cow<'_, str>, Call
         #[serde(rename = "structuredContent", borrow)]
         structured: Option<&'a RawValue>,
     }
+    if let Ok(plain) = serde_json::from_str::<Plain>(params.get()) {
+        return Some((
+            raw_string(plain.token)?,
+            CallEvent::Partial {
+                seq: plain.seq,
+                content: plain.content.into_iter().map(Content::from).collect(),
+                structured: read(plain.structured),
+            },
+        ));
+    }
     if let Ok(usual) = serde_json::from_str::<Usual>(params.get()) {
         return Some((
             raw_string(usual.token)?,
@@ -428,6 +438,43 @@ pub(crate) fn partial_from_wire(params: &RawValue) -> Option<(Cow<'_, str>, Call
             structured: read(fields.structured),
         },
     ))
+}
+
+/// A partial of text blocks only (what nearly every tool streams), its
+/// texts read straight into their strings in the one pass over the
+/// params: no block is scanned again. Any other partial fails to read
+/// as this, and is read as [`partial_from_wire`]'s usual shape, which
+/// types a text block the same.
+#[derive(Deserialize)]
+struct Plain<'a> {
+    #[serde(rename = "partialResultToken", borrow)]
+    token: &'a RawValue,
+    seq: u64,
+    #[serde(default)]
+    content: Vec<TextBlock>,
+    #[serde(rename = "structuredContent", borrow)]
+    structured: Option<&'a RawValue>,
+}
+
+/// `{"type": "text", "text": …}`, other fields ignored (as
+/// [`content_from_raw`] ignores them).
+#[derive(Deserialize)]
+struct TextBlock {
+    #[serde(rename = "type")]
+    _kind: TextKind,
+    text: String,
+}
+
+#[derive(Deserialize)]
+enum TextKind {
+    #[serde(rename = "text")]
+    Text,
+}
+
+impl From<TextBlock> for Content {
+    fn from(block: TextBlock) -> Content {
+        Content::Text { text: block.text }
+    }
 }
 
 /// A `notifications/progress`'s params as its token and event.
@@ -675,6 +722,7 @@ mod tests {
     /// server wrote it (key order, escapes, spacing), not re-encoded.
     #[test]
     fn a_partials_blocks_are_read_from_the_text_the_server_wrote() {
+        let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
         let blocks = json!([
             {"type": "text", "text": "hi"},
             {"type": "image", "data": "AA==", "mimeType": "image/png"},
@@ -713,6 +761,20 @@ mod tests {
             ]
         );
         assert_eq!(structured, Some(json!({"n": 1})));
+        // Text blocks only (read in one pass) type as any other partial's:
+        // escapes undone, other fields ignored, and a block short of its
+        // text kept as written.
+        let (_, event) = partial_from_wire(&raw(r#"{"seq": 1, "content": [{"text": "caf\u00e9", "type": "te\u0078t", "annotations": {"a": 1}}, {"type": "text", "text": "b"}], "partialResultToken": "t"}"#)).unwrap();
+        assert!(
+            matches!(event, CallEvent::Partial { seq: 1, content, structured: None }
+            if content == [Content::text("café"), Content::text("b")])
+        );
+        let (_, event) = partial_from_wire(&raw(
+            r#"{"partialResultToken": "t", "seq": 2, "content": [{"type": "text", "text": "a"}, {"type": "text", "text": 1}]}"#,
+        ))
+        .unwrap();
+        assert!(matches!(event, CallEvent::Partial { content, .. }
+            if content == [Content::text("a"), Content::text(r#"{"type": "text", "text": 1}"#)]));
     }
 
     #[test]
