@@ -101,6 +101,14 @@ pub(crate) async fn follow_asking(
     // and whether the run's questions changed since it last looked.
     let mut sent = Vec::new();
     let mut questions_due = asked.is_some();
+    // Made once, not per event (a stream of partials is thousands of
+    // events a second): waiting for the client to leave registers a
+    // waiter, and a timer registers an entry with the runtime's timers.
+    let closed = out.closed();
+    tokio::pin!(closed);
+    let flush = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(flush);
+    let mut flush_set: Option<Instant> = None;
     loop {
         // Tagged as of the newest event this client has: resuming from
         // there loses nothing, and asks again whatever is still open. A
@@ -121,17 +129,17 @@ pub(crate) async fn follow_asking(
                 None => std::future::pending().await,
             }
         };
-        let flush = async {
-            match flush_at {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
+        if let Some(at) = flush_at
+            && flush_set != Some(at)
+        {
+            flush.as_mut().reset(at);
+            flush_set = Some(at);
+        }
         let event = tokio::select! {
             event = events.next() => event,
             // The client left (2026-07-28: that cancels the call) even
             // if this call has nothing to send it.
-            () = out.closed() => return Err(FollowError::ClientGone),
+            () = &mut closed => return Err(FollowError::ClientGone),
             open = changed => {
                 match asked.as_mut() {
                     Some(asked) if open => {
@@ -143,7 +151,7 @@ pub(crate) async fn follow_asking(
                 }
                 continue;
             }
-            () = flush => {
+            () = &mut flush, if flush_at.is_some() => {
                 flush_at = None;
                 // Sent as of the newest event: every event up to it has
                 // been projected, and this is the progress they came to.
