@@ -50,6 +50,7 @@ pub(crate) fn events(
         .map_err(db(doing))?;
     let mut events = Vec::new();
     let mut expected = None;
+    let mut reader = segments.reader();
     while events.len() < limit {
         let Some(row) = rows.next().map_err(db(doing))? else {
             break;
@@ -67,13 +68,11 @@ pub(crate) fn events(
             )));
         }
         let mut body = row.get_ref(2).map_err(db(doing))?;
-        let held;
         if let Some(segment) = row.get::<_, Option<i64>>(3).map_err(db(doing))? {
             let pointer = body
                 .as_blob()
                 .map_err(|error| unreadable(error.to_string()))?;
-            held = segments.read(segment, pointer).map_err(unreadable)?;
-            body = ValueRef::Blob(&held);
+            body = ValueRef::Blob(reader.read(segment, pointer).map_err(unreadable)?);
         }
         let keep = |(seq, ts, kind)| {
             events.push(RunEvent {

@@ -64,24 +64,13 @@ impl Segments {
         }
     }
 
-    /// The bytes a row's `pointer` (its body) points at in segment `id`.
-    pub(crate) fn read(&self, id: i64, pointer: &[u8]) -> Result<Vec<u8>, String> {
-        let Some((offset, len, hash)) = decode_pointer(pointer) else {
-            return Err("a damaged pointer into a segment".into());
-        };
-        let path = self.path(id);
-        let mut bytes = vec![0; len];
-        File::open(&path)
-            .and_then(|file| file.read_exact_at(&mut bytes, offset))
-            .map_err(|error| format!("{}: {error}", path.display()))?;
-        if xxhash_rust::xxh3::xxh3_64(&bytes) != hash {
-            return Err(format!(
-                "{} bytes at {offset} of {} do not hold what was written there (lost in a power loss?)",
-                len,
-                path.display()
-            ));
+    /// A reader of rows' bytes, for one read of the log.
+    pub(crate) fn reader(&self) -> SegmentReader<'_> {
+        SegmentReader {
+            segments: self,
+            open: None,
+            buffer: Vec::new(),
         }
-        Ok(bytes)
     }
 
     /// Deletes the files of segments no row points into any more (their
@@ -137,6 +126,44 @@ impl Segments {
                 .map_err(db(doing))?;
         }
         Ok(unused)
+    }
+}
+
+/// Reads rows' bytes for one read of the log: keeps the segment it last
+/// read open and its buffer, as consecutive rows are mostly in one segment.
+pub(crate) struct SegmentReader<'a> {
+    segments: &'a Segments,
+    open: Option<(i64, File)>,
+    buffer: Vec<u8>,
+}
+
+impl SegmentReader<'_> {
+    /// The bytes a row's `pointer` (its body) points at in segment `id`.
+    pub(crate) fn read(&mut self, id: i64, pointer: &[u8]) -> Result<&[u8], String> {
+        let Some((offset, len, hash)) = decode_pointer(pointer) else {
+            return Err("a damaged pointer into a segment".into());
+        };
+        let path = || self.segments.path(id);
+        if self.open.as_ref().is_none_or(|(open, _)| *open != id) {
+            let file =
+                File::open(path()).map_err(|error| format!("{}: {error}", path().display()))?;
+            self.open = Some((id, file));
+        }
+        let (_, file) = self.open.as_ref().expect("opened above");
+        // Grown, and so zeroed, only past the largest row read so far.
+        if self.buffer.len() < len {
+            self.buffer.resize(len, 0);
+        }
+        let bytes = &mut self.buffer[..len];
+        file.read_exact_at(bytes, offset)
+            .map_err(|error| format!("{}: {error}", path().display()))?;
+        if xxhash_rust::xxh3::xxh3_64(bytes) != hash {
+            return Err(format!(
+                "{len} bytes at {offset} of {} do not hold what was written there (lost in a power loss?)",
+                path().display()
+            ));
+        }
+        Ok(bytes)
     }
 }
 
