@@ -23,7 +23,7 @@
 //! of its own, JSON text: a run's summary reads its arguments from there.
 
 use rusqlite::types::ValueRef;
-use weir_core::{Content, EventKind, Partial, RunEvent, Seq};
+use weir_core::{Content, EventKind, Partial, RunEvent, RunId, Seq};
 
 /// The form byte of a partial result made only of text blocks, with no
 /// structured items and no group.
@@ -152,22 +152,36 @@ fn text_blocks(kind: &EventKind) -> Option<impl Iterator<Item = &str>> {
     })
 }
 
-/// One event read from a row: its seq, its ts, what it says.
-pub(crate) type Stored = (Seq, u64, EventKind);
+/// What a read wants: `run_id`'s events from seq `from` on, `limit` of them.
+pub(crate) struct Wanted<'a> {
+    pub(crate) run_id: &'a RunId,
+    pub(crate) from: Seq,
+    pub(crate) limit: usize,
+}
 
-/// Decodes the events of the row at `seq` (stamped `ts`) from seq `from` on,
-/// handing each to `keep` until it returns false. Returns the seq after the
-/// row's last event, or `None` once `keep` has had enough. Events before
-/// `from` are skipped undecoded.
+/// Decodes the events of the row at `seq` (stamped `ts`) that `wanted`
+/// asks for into `events`, until it holds `wanted.limit`. Returns the seq
+/// after the row's last event, or `None` once `events` is full. Events
+/// before `wanted.from` are skipped undecoded.
 pub(crate) fn decode_row(
     seq: Seq,
     ts: u64,
     body: ValueRef<'_>,
-    from: Seq,
-    mut keep: impl FnMut(Stored) -> bool,
+    wanted: &Wanted<'_>,
+    events: &mut Vec<RunEvent>,
 ) -> Result<Option<Seq>, String> {
+    let mut keep = |seq, ts, kind| {
+        events.push(RunEvent {
+            run_id: wanted.run_id.clone(),
+            seq,
+            ts,
+            kind,
+        });
+        events.len() < wanted.limit
+    };
+    let from = wanted.from;
     let ValueRef::Blob([RUN_OF_EVENTS, events @ ..]) = body else {
-        if seq >= from && !keep((seq, ts, decode(body)?)) {
+        if seq >= from && !keep(seq, ts, decode(body)?) {
             return Ok(None);
         }
         return Ok(Some(seq + 1));
@@ -192,7 +206,7 @@ pub(crate) fn decode_row(
                 other => Err(format!("a body of unknown form {other}")),
             }
             .map_err(|error| format!("event {next}: {error}"))?;
-            if !keep((next, u64::from_le_bytes(*ts), kind)) {
+            if !keep(next, u64::from_le_bytes(*ts), kind) {
                 return Ok(None);
             }
         }
@@ -252,7 +266,7 @@ mod tests {
 
     use weir_core::{RunEvent, RunId};
 
-    use super::{Body, ROW_BYTES, ROW_EVENTS, decode, decode_row, encode, encode_row};
+    use super::{Body, ROW_BYTES, ROW_EVENTS, Wanted, decode, decode_row, encode, encode_row};
 
     fn text(t: &str) -> Content {
         Content::Text { text: t.into() }
@@ -379,16 +393,15 @@ mod tests {
             } else {
                 ValueRef::Blob(bytes)
             };
-            let keep = |(seq, ts, kind)| {
-                events.push(RunEvent {
-                    run_id: run_id.clone(),
-                    seq,
-                    ts,
-                    kind,
-                });
-                events.len() < limit
+            let wanted = Wanted {
+                run_id: &run_id,
+                from,
+                limit,
             };
-            if decode_row(*seq, *ts, body, from, keep).unwrap().is_none() {
+            if decode_row(*seq, *ts, body, &wanted, &mut events)
+                .unwrap()
+                .is_none()
+            {
                 break;
             }
         }
@@ -446,13 +459,19 @@ mod tests {
         let events = stream(4, 10);
         let rows = rows_of(&events[1..]);
         let whole = &rows[0].2;
+        let run_id = RunId::parse("r").unwrap();
+        let wanted = Wanted {
+            run_id: &run_id,
+            from: 0,
+            limit: 100,
+        };
         for cut in [1, 5, 9, 13, whole.len() - 1] {
             let blob = &whole[..cut];
-            let result = decode_row(1, 0, ValueRef::Blob(blob), 0, |_| true);
+            let result = decode_row(1, 0, ValueRef::Blob(blob), &wanted, &mut Vec::new());
             assert!(result.is_err(), "cut at {cut}: {result:?}");
         }
         let mut unknown = whole.clone();
         unknown[9] = 7;
-        assert!(decode_row(1, 0, ValueRef::Blob(&unknown), 0, |_| true).is_err());
+        assert!(decode_row(1, 0, ValueRef::Blob(&unknown), &wanted, &mut Vec::new()).is_err());
     }
 }

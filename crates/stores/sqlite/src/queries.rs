@@ -51,6 +51,11 @@ pub(crate) fn events(
     let mut events = Vec::new();
     let mut expected = None;
     let mut reader = segments.reader();
+    let wanted = body::Wanted {
+        run_id,
+        from,
+        limit,
+    };
     while events.len() < limit {
         let Some(row) = rows.next().map_err(db(doing))? else {
             break;
@@ -74,16 +79,7 @@ pub(crate) fn events(
                 .map_err(|error| unreadable(error.to_string()))?;
             body = ValueRef::Blob(reader.read(segment, pointer).map_err(unreadable)?);
         }
-        let keep = |(seq, ts, kind)| {
-            events.push(RunEvent {
-                run_id: run_id.clone(),
-                seq,
-                ts,
-                kind,
-            });
-            events.len() < limit
-        };
-        expected = body::decode_row(seq, ts, body, from, keep).map_err(unreadable)?;
+        expected = body::decode_row(seq, ts, body, &wanted, &mut events).map_err(unreadable)?;
     }
     Ok(events)
 }
