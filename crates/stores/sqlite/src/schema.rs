@@ -34,8 +34,8 @@ const SCHEMA_VERSION: i64 = 9;
 /// A row of `events` holds the event at its seq and (schema 9) may hold the
 /// events after it too, up to the next row's seq, in the form `body.rs`
 /// describes; such a row's bytes are in the segment file `events.segment`
-/// names, `body` points there, and `segments` says where each segment's
-/// next bytes go (`segments.rs`). A row with no segment holds its body
+/// names, `body` points there, and `segments` lists the segments
+/// (`segments.rs`). A row with no segment holds its body
 /// itself, so a schema 8 file's rows, one event each, read as they did.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -67,8 +67,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_by_segment ON events (segment) WHERE segment IS NOT NULL;
 CREATE TABLE IF NOT EXISTS segments (
-    id   INTEGER PRIMARY KEY,
-    size INTEGER NOT NULL
+    id INTEGER PRIMARY KEY
 );
 CREATE TABLE IF NOT EXISTS artifacts (
     run_key INTEGER NOT NULL,

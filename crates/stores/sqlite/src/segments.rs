@@ -11,15 +11,16 @@
 //!
 //! How it stays safe: the bytes are written before the transaction that
 //! stores the row pointing at them commits, so a row a reader sees always
-//! has its bytes (a process that dies before its commit leaves unreferenced
-//! bytes, which the next append writes over). Where the next bytes go is
-//! kept in the `segments` table and read inside the writer's transaction,
-//! which holds the database's write lock from its start, so several
-//! processes writing one log take turns. With [`Durability::PowerLoss`]
-//! the segment is synced before the commit; with the default, as with
-//! SQLite's own `synchronous=NORMAL`, a power loss may cost the last
-//! appends, and each row keeps a hash of its bytes, so bytes that did not
-//! reach the disk are reported as unreadable rather than misread.
+//! has its bytes (a process that dies before its commit leaves bytes no
+//! row points at, wasted until their segment goes). The newest segment is
+//! the `segments` table's last, and the next bytes go at its file's end,
+//! both read inside the writer's transaction, which holds the database's
+//! write lock from its start, so several processes writing one log take
+//! turns. With [`Durability::PowerLoss`] the segment is synced before the
+//! commit; with the default, as with SQLite's own `synchronous=NORMAL`, a
+//! power loss may cost the last appends, and each row keeps a hash of its
+//! bytes, so bytes that did not reach the disk are reported as unreadable
+//! rather than misread.
 //!
 //! [`Durability::PowerLoss`]: crate::Durability::PowerLoss
 
@@ -28,7 +29,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt as _, FileExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 use weir_runtime::LogError;
 
 use crate::Durability;
@@ -180,8 +181,7 @@ pub(crate) struct Appender {
     /// the transaction's first row (another process may have written since
     /// the last one).
     next: Option<(i64, u64)>,
-    /// Whether this transaction wrote bytes the `segments` table does not
-    /// count yet.
+    /// Whether this transaction wrote bytes the disk may not have yet.
     wrote: bool,
 }
 
@@ -217,12 +217,17 @@ impl Appender {
         let doing = "appending to a segment";
         let (mut id, mut offset) = match self.next {
             Some(next) => next,
-            None => newest(conn)?,
+            None => {
+                let id = newest(conn)?;
+                let end = self.open(id)?.metadata();
+                (id, end.map_err(self.segments.failed(doing, id))?.len())
+            }
         };
         if offset > 0 && offset + bytes.len() as u64 > self.segment_bytes {
             self.sync()?;
             (id, offset) = (id + 1, 0);
-            conn.execute("INSERT INTO segments (id, size) VALUES (?1, 0)", [id])
+            conn.prepare_cached("INSERT INTO segments (id) VALUES (?1)")
+                .and_then(|mut stmt| stmt.execute([id]))
                 .map_err(db(doing))?;
         }
         let file = self.open(id)?;
@@ -239,17 +244,10 @@ impl Appender {
         Ok((id, pointer))
     }
 
-    /// Records where the next bytes go, and with [`Durability::PowerLoss`]
-    /// syncs what was written: called before the transaction commits.
-    pub(crate) fn finish(&mut self, conn: &Connection) -> Result<(), LogError> {
-        let Some((id, size)) = self.next.filter(|_| self.wrote) else {
-            return Ok(());
-        };
-        self.sync()?;
-        conn.prepare_cached("UPDATE segments SET size = ?2 WHERE id = ?1")
-            .and_then(|mut stmt| stmt.execute(params![id, size as i64]))
-            .map_err(db("recording a segment's size"))?;
-        Ok(())
+    /// With [`Durability::PowerLoss`], syncs what this transaction wrote:
+    /// called before it commits.
+    pub(crate) fn finish(&mut self) -> Result<(), LogError> {
+        self.sync()
     }
 
     fn sync(&self) -> Result<(), LogError> {
@@ -290,22 +288,19 @@ impl Appender {
     }
 }
 
-/// The newest segment and its size; the first one when there is none.
-fn newest(conn: &Connection) -> Result<(i64, u64), LogError> {
+/// The newest segment; the first one when there is none.
+fn newest(conn: &Connection) -> Result<i64, LogError> {
     let doing = "reading the newest segment";
-    let newest: Option<(i64, i64)> = conn
-        .prepare_cached("SELECT id, size FROM segments ORDER BY id DESC LIMIT 1")
-        .and_then(|mut stmt| {
-            stmt.query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
-                .optional()
-        })
+    let newest: Option<i64> = conn
+        .prepare_cached("SELECT max(id) FROM segments")
+        .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
         .map_err(db(doing))?;
     match newest {
-        Some((id, size)) => Ok((id, size as u64)),
+        Some(id) => Ok(id),
         None => {
-            conn.execute("INSERT INTO segments (id, size) VALUES (1, 0)", [])
+            conn.execute("INSERT INTO segments (id) VALUES (1)", [])
                 .map_err(db(doing))?;
-            Ok((1, 0))
+            Ok(1)
         }
     }
 }

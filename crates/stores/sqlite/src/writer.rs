@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, mpsc};
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::Connection;
 use tokio::sync::oneshot;
 use weir_core::{ArtifactRef, RunId};
 use weir_runtime::LogError;
@@ -92,12 +92,15 @@ fn reply<T: Send + 'static>(ack: Ack<T>, result: Result<T, LogError>) -> Reply {
 }
 
 fn write_loop(
-    mut conn: Connection,
+    conn: Connection,
     ops: mpsc::Receiver<WriteOp>,
     hub: &LiveHub,
     wal: &WalSize,
     mut appender: Appender,
 ) {
+    // Room for every statement the writer prepares (its transaction's own,
+    // each write's), so none is parsed again for each group.
+    conn.set_prepared_statement_cache_capacity(64);
     let mut tails = Tails::new();
     while let Ok(first) = ops.recv() {
         let mut group = vec![first];
@@ -114,7 +117,7 @@ fn write_loop(
                 Err(_) => break,
             }
         }
-        commit_group(&mut conn, &mut tails, &mut appender, hub, group);
+        commit_group(&conn, &mut tails, &mut appender, hub, group);
         wal.bound(&conn);
     }
 }
@@ -124,7 +127,7 @@ fn write_loop(
 /// takes the write lock as it begins: where the next segment bytes go is
 /// read in it, and no other process may write there meanwhile.
 fn commit_group(
-    conn: &mut Connection,
+    conn: &Connection,
     tails: &mut Tails,
     appender: &mut Appender,
     hub: &LiveHub,
@@ -133,15 +136,19 @@ fn commit_group(
     let mut replies: Vec<Reply> = Vec::with_capacity(group.len());
     let mut published: Vec<Batch> = Vec::new();
     let committed = (|| {
-        let mut tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|error| error.to_string())?;
+        statement(conn, "BEGIN IMMEDIATE").map_err(|error| error.to_string())?;
         appender.begin();
         for op in group {
-            replies.push(apply(&mut tx, tails, appender, op, &mut published));
+            replies.push(apply(conn, tails, appender, op, &mut published));
         }
-        appender.finish(&tx).map_err(|error| error.to_string())?;
-        tx.commit().map_err(|error| error.to_string())
+        let committed = appender
+            .finish()
+            .map_err(|error| error.to_string())
+            .and_then(|()| statement(conn, "COMMIT").map_err(|error| error.to_string()));
+        if committed.is_err() && !conn.is_autocommit() {
+            let _ = statement(conn, "ROLLBACK");
+        }
+        committed
     })();
     match committed {
         Ok(()) => {
@@ -163,7 +170,7 @@ fn commit_group(
 }
 
 fn apply(
-    tx: &mut Transaction<'_>,
+    tx: &Connection,
     tails: &mut Tails,
     appender: &mut Appender,
     op: WriteOp,
@@ -217,12 +224,25 @@ fn apply(
     }
 }
 
+/// Runs `work` in a savepoint of the open transaction: rolled back if it
+/// fails, so its neighbours in the group still commit.
 fn in_savepoint<T>(
-    tx: &mut Transaction<'_>,
+    tx: &Connection,
     work: impl FnOnce(&Connection) -> Result<T, LogError>,
 ) -> Result<T, LogError> {
-    let savepoint = tx.savepoint().map_err(db("opening a savepoint"))?;
-    let value = work(&savepoint)?; // dropping the savepoint rolls it back
-    savepoint.commit().map_err(db("releasing a savepoint"))?;
-    Ok(value)
+    statement(tx, "SAVEPOINT op").map_err(db("opening a savepoint"))?;
+    let result = work(tx);
+    let closed = match result {
+        Ok(_) => statement(tx, "RELEASE op"),
+        Err(_) => statement(tx, "ROLLBACK TO op").and_then(|()| statement(tx, "RELEASE op")),
+    };
+    closed.map_err(db("closing a savepoint"))?;
+    result
+}
+
+/// Runs one of the transaction's own statements, prepared once: parsing
+/// `BEGIN`, `COMMIT` and a savepoint's two statements anew for every group
+/// showed in the writer's profile.
+fn statement(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
