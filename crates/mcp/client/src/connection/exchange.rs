@@ -15,6 +15,21 @@ use crate::events::{present_raw, raw_string};
 /// A message about a request, or why no more will come.
 pub(crate) type Inbound = Result<Message, ClientError>;
 
+/// What a transport hands an exchange at once: one message, or several
+/// read together (a stdio server that wrote faster than its lines were
+/// routed). One hand-over, and one wake-up of the call, for the lot.
+#[derive(Debug)]
+pub(crate) enum Delivery {
+    One(Inbound),
+    Many(Vec<Inbound>),
+}
+
+impl From<Inbound> for Delivery {
+    fn from(message: Inbound) -> Delivery {
+        Delivery::One(message)
+    }
+}
+
 /// A message from the server about a request, read only as far as
 /// routing needs: a notification's params stay the text the server wrote,
 /// and the call reads from it the fields it uses. No JSON tree is built
@@ -142,7 +157,9 @@ pub(crate) type Tokens = Vec<String>;
 /// response. Dropping it stops the routing (and, over HTTP, closes the
 /// request's stream).
 pub(crate) struct Exchange {
-    messages: mpsc::Receiver<Inbound>,
+    messages: mpsc::Receiver<Delivery>,
+    /// The rest of the last [`Delivery::Many`], handed out first.
+    pending: std::vec::IntoIter<Inbound>,
     /// Held only to be dropped with the exchange, which is what ends the
     /// transport's part (a stdio route, an HTTP stream's reader); boxed so
     /// that an exchange need not know either transport.
@@ -152,11 +169,12 @@ pub(crate) struct Exchange {
 impl Exchange {
     /// The exchange of `messages`, which `guard` keeps coming until dropped.
     pub(crate) fn new(
-        messages: mpsc::Receiver<Inbound>,
+        messages: mpsc::Receiver<Delivery>,
         guard: impl Send + Sync + 'static,
     ) -> Exchange {
         Exchange {
             messages,
+            pending: Vec::new().into_iter(),
             _guard: Some(Box::new(guard)),
         }
     }
@@ -164,9 +182,10 @@ impl Exchange {
     /// An exchange that already holds its one answer (a JSON response).
     pub(crate) fn answered(message: Inbound) -> Exchange {
         let (sender, messages) = mpsc::channel(1);
-        let _ = sender.try_send(message);
+        let _ = sender.try_send(message.into());
         Exchange {
             messages,
+            pending: Vec::new().into_iter(),
             _guard: None,
         }
     }
@@ -174,12 +193,39 @@ impl Exchange {
     /// The next message if one is already here (`None` when there is
     /// none yet, or no more: [`Exchange::next`] tells which).
     pub(crate) fn ready(&mut self) -> Option<Inbound> {
-        self.messages.try_recv().ok()
+        loop {
+            if let Some(message) = self.pending.next() {
+                return Some(message);
+            }
+            let delivery = self.messages.try_recv().ok()?;
+            if let Some(message) = self.unpack(delivery) {
+                return Some(message);
+            }
+        }
     }
 
     /// The next message; `None` once the transport has nothing more.
     pub(crate) async fn next(&mut self) -> Option<Inbound> {
-        self.messages.recv().await
+        loop {
+            if let Some(message) = self.pending.next() {
+                return Some(message);
+            }
+            let delivery = self.messages.recv().await?;
+            if let Some(message) = self.unpack(delivery) {
+                return Some(message);
+            }
+        }
+    }
+
+    /// The first message of `delivery`, the rest kept for later.
+    fn unpack(&mut self, delivery: Delivery) -> Option<Inbound> {
+        match delivery {
+            Delivery::One(message) => Some(message),
+            Delivery::Many(messages) => {
+                self.pending = messages.into_iter();
+                self.pending.next()
+            }
+        }
     }
 }
 

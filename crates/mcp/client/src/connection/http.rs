@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use weir_mcp_wire::revision::meta_key;
 
-use super::exchange::{Exchange, Inbound, Message, Parsed, answer_server_request, parse};
+use super::exchange::{Delivery, Exchange, Message, Parsed, answer_server_request, parse};
 use crate::error::ClientError;
 use crate::retry::backoff;
 use crate::sse;
@@ -364,7 +364,7 @@ async fn read_stream(
     inner: Arc<Inner>,
     response: reqwest::Response,
     request_id: Value,
-    exchange: mpsc::Sender<Inbound>,
+    exchange: mpsc::Sender<Delivery>,
     resumable: bool,
 ) {
     let mut body = response.bytes_stream().boxed();
@@ -378,7 +378,7 @@ async fn read_stream(
                 let events = match parser.push(&chunk) {
                     Ok(events) => events,
                     Err(overflow) => {
-                        let _ = exchange.send(Err(sse::overflowed(overflow))).await;
+                        let _ = exchange.send(Err(sse::overflowed(overflow)).into()).await;
                         return;
                     }
                 };
@@ -404,7 +404,7 @@ async fn read_stream(
                         }
                         Some(Parsed::Message(message)) => {
                             let done = matches!(&message, Message::Response { id, .. } if *id == request_id);
-                            if exchange.send(Ok(message)).await.is_err() || done {
+                            if exchange.send(Ok(message).into()).await.is_err() || done {
                                 return;
                             }
                         }
@@ -463,7 +463,7 @@ async fn read_stream(
             }
         };
         let _ = exchange
-            .send(Err(ClientError::StreamLost { reason: lost }))
+            .send(Err(ClientError::StreamLost { reason: lost }).into())
             .await;
         return;
     }

@@ -18,7 +18,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 
-use super::exchange::{Exchange, Inbound, Message, Parsed, Tokens, answer_server_request, parse};
+use super::exchange::{
+    Delivery, Exchange, Inbound, Message, Parsed, Tokens, answer_server_request, parse,
+};
 use crate::error::ClientError;
 use crate::options::StdioCommand;
 
@@ -61,7 +63,7 @@ struct Route {
     /// The request id, as JSON text.
     request_id: String,
     tokens: Tokens,
-    sender: mpsc::Sender<Inbound>,
+    sender: mpsc::Sender<Delivery>,
 }
 
 /// Keeps a request's route while its exchange lives.
@@ -96,7 +98,7 @@ impl Shared {
     }
 
     /// Who gets `message`.
-    fn recipients(&self, message: &Message) -> Vec<mpsc::Sender<Inbound>> {
+    fn recipients(&self, message: &Message) -> Vec<mpsc::Sender<Delivery>> {
         // One call in flight (the common case) gets every notification
         // without its token being read here: the call checks it (a
         // stale call's progress is dropped there), and one that carries
@@ -314,34 +316,54 @@ async fn route(
     stderr_done: tokio::task::JoinHandle<()>,
     tools_changed: tokio::sync::watch::Sender<u64>,
 ) {
-    let mut reader = BufReader::new(stdout);
+    // Large enough to take many lines a read when the server is ahead.
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
+    let mut batch = Batch::default();
     loop {
+        // Handed over once no whole line waits in the reader (reading
+        // may then wait for the server), or once it is full.
+        if batch.is_full() || !reader.buffer().contains(&b'\n') {
+            batch.flush().await;
+        }
         line.clear();
         match reader.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
         // Anything that is not JSON-RPC (a banner, a stray print) is skipped.
-        match parse(&line) {
+        let message = match parse(&line) {
+            Some(Parsed::Message(Message::Notification { method, .. }))
+                if method == "notifications/tools/list_changed" =>
+            {
+                tools_changed.send_modify(|count| *count += 1);
+                continue;
+            }
+            Some(Parsed::Message(message)) => message,
             Some(Parsed::Request { id, method }) => {
+                batch.flush().await;
                 // Weak: once the connection is dropped, stdin may close.
                 if let Some(lines) = lines.upgrade() {
                     let answer = answer_server_request(&id, &method);
                     let _ = lines.send(Line::Message(to_line(&answer))).await;
                 }
+                continue;
             }
-            Some(Parsed::Message(Message::Notification { method, .. }))
-                if method == "notifications/tools/list_changed" =>
-            {
-                tools_changed.send_modify(|count| *count += 1);
-            }
-            Some(Parsed::Message(message)) => {
-                deliver(shared.recipients(&message), message).await;
-            }
-            None => {}
+            None => continue,
+        };
+        // A message for one call joins its batch; one for several, or
+        // for another call, goes after the batch has been handed over.
+        let recipients = shared.recipients(&message);
+        let message = match &recipients[..] {
+            [only] => batch.add(only, message, line.len()),
+            _ => Some(message),
+        };
+        if let Some(message) = message {
+            batch.flush().await;
+            deliver(recipients, message).await;
         }
     }
+    batch.flush().await;
     // The server closed its stdout: it is gone, or going.
     let status = exit_status(&child, Duration::from_secs(1))
         .await
@@ -358,21 +380,75 @@ async fn route(
         .map(|route| route.sender.clone())
         .collect();
     for route in waiting {
-        let _ = route.send(Err(error.clone())).await;
+        let _ = route.send(Err(error.clone()).into()).await;
     }
 }
 
 /// Hands `message` to each of `recipients`. Nearly always there is one
 /// (a response, a call's own progress): it gets the message itself, not a
 /// copy — a large result or a stream of partials is not cloned per message.
-async fn deliver(mut recipients: Vec<mpsc::Sender<Inbound>>, message: Message) {
+async fn deliver(mut recipients: Vec<mpsc::Sender<Delivery>>, message: Message) {
     let Some(last) = recipients.pop() else {
         return;
     };
     for recipient in recipients {
-        let _ = recipient.send(Ok(message.clone())).await;
+        let _ = recipient.send(Ok(message.clone()).into()).await;
     }
-    let _ = last.send(Ok(message)).await;
+    let _ = last.send(Ok(message).into()).await;
+}
+
+/// The most messages, and about the most bytes of them, handed to a call
+/// at once: a call's channel holds 256 hand-overs, which bounds what waits
+/// for a slow call to this many times that.
+const BATCH: usize = 64;
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// Messages read one after another for one call, handed over together
+/// while more lines wait in the reader: a server that writes faster than
+/// its lines are routed costs one hand-over and one wake-up of the call
+/// per batch, not per message. Order is kept: a message for anyone else
+/// is delivered only after the batch.
+#[derive(Default)]
+struct Batch {
+    to: Option<mpsc::Sender<Delivery>>,
+    messages: Vec<Inbound>,
+    /// The length of the lines they were read from.
+    bytes: usize,
+}
+
+impl Batch {
+    /// Adds `message` for `recipient` if the batch is for it (or empty);
+    /// gives it back otherwise.
+    fn add(
+        &mut self,
+        recipient: &mpsc::Sender<Delivery>,
+        message: Message,
+        bytes: usize,
+    ) -> Option<Message> {
+        match &self.to {
+            Some(to) if !to.same_channel(recipient) => return Some(message),
+            Some(_) => {}
+            None => self.to = Some(recipient.clone()),
+        }
+        self.messages.push(Ok(message));
+        self.bytes += bytes;
+        None
+    }
+
+    fn is_full(&self) -> bool {
+        self.messages.len() >= BATCH || self.bytes >= BATCH_BYTES
+    }
+
+    /// Hands the batch over (waiting for room in the call's channel).
+    async fn flush(&mut self) {
+        let Some(to) = self.to.take() else { return };
+        self.bytes = 0;
+        let delivery = match self.messages.len() {
+            1 => Delivery::One(self.messages.pop().expect("one message")),
+            _ => Delivery::Many(std::mem::take(&mut self.messages)),
+        };
+        let _ = to.send(delivery).await;
+    }
 }
 
 /// The child's exit status, if it exits within `wait`.
