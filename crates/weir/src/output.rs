@@ -116,10 +116,8 @@ pub(crate) fn describe(kind: &EventKind) -> String {
         }
         EventKind::Log(l) => format!("[{}] {}", wire_name(&l.stream), l.text),
         EventKind::Partial(p) => {
-            let mut line = contents(&p.content);
-            if !p.items.is_empty() {
-                line.push_str(&format!("{} items", p.items.len()));
-            }
+            let items = (!p.items.is_empty()).then(|| format!("{} items", p.items.len()));
+            let mut line = spaced(contents(&p.content), items);
             if let Some(group) = &p.group {
                 line.push_str(&format!(" [{group}]"));
             }
@@ -142,13 +140,10 @@ pub(crate) fn describe(kind: &EventKind) -> String {
             line
         }
         EventKind::InputEnded(i) => wire_name(&i.outcome),
-        EventKind::Completed(c) => {
-            let mut line = contents(&c.content);
-            if let Some(structured) = &c.structured {
-                line.push_str(&structured.to_string());
-            }
-            line
-        }
+        EventKind::Completed(c) => spaced(
+            contents(&c.content),
+            c.structured.as_ref().map(ToString::to_string),
+        ),
         EventKind::Failed(f) => failure(&wire_name(&f.error.code), &f.error.to_string()),
         EventKind::Canceled(c) => c.reason.clone(),
     };
@@ -162,6 +157,15 @@ fn failure(code: &str, message: &str) -> String {
     match message.strip_prefix(code) {
         Some(rest) if rest.starts_with(':') => message.to_owned(),
         _ => format!("{code}: {message}"),
+    }
+}
+
+/// `first`, then `more` after a space when both say something.
+fn spaced(first: String, more: Option<String>) -> String {
+    match more {
+        Some(more) if first.is_empty() => more,
+        Some(more) => format!("{first} {more}"),
+        None => first,
     }
 }
 
@@ -214,6 +218,26 @@ mod tests {
             failure("tool_error", "tool_errors: x"),
             "tool_error: tool_errors: x"
         );
+    }
+
+    #[test]
+    fn a_result_with_text_and_structure_keeps_them_apart() {
+        let completed = EventKind::Completed(weir_core::Completed {
+            content: vec![Content::text("streamed 3 items")],
+            structured: Some(serde_json::json!({"count": 3})),
+        });
+        assert_eq!(describe(&completed), r#"streamed 3 items {"count":3}"#);
+        let partial = EventKind::Partial(weir_core::Partial {
+            content: vec![Content::text("page")],
+            items: vec![serde_json::json!(1), serde_json::json!(2)],
+            group: Some("g".into()),
+        });
+        assert_eq!(describe(&partial), "page 2 items [g]");
+        let structured_only = EventKind::Completed(weir_core::Completed {
+            structured: Some(serde_json::json!({"count": 3})),
+            ..Default::default()
+        });
+        assert_eq!(describe(&structured_only), r#"{"count":3}"#);
     }
 
     #[test]
