@@ -851,9 +851,16 @@ fn weir_wrap_passes_the_upstreams_resources_and_prompts_through_as_they_are() {
         let read = |peer: &mut Peer| {
             peer.request("resources/read", json!({"uri": uri}))["result"]["contents"].clone()
         };
-        let contents = read(&mut direct);
-        assert!(contents[0]["uri"] == uri, "{contents}");
-        assert_eq!(read(&mut wrapped), contents, "{uri}");
+        // A dynamic resource says when it was made, to the second: weir's
+        // answer is the upstream's of a read just before or just after.
+        let before = read(&mut direct);
+        assert!(before[0]["uri"] == uri, "{before}");
+        let through = read(&mut wrapped);
+        let after = read(&mut direct);
+        assert!(
+            through == before || through == after,
+            "{uri}: {through} is neither {before} nor {after}"
+        );
     }
     // A prompt with arguments, rendered by the upstream.
     let get = json!({"name": "args-prompt", "arguments": {"city": "Lisbon", "state": "Lx"}});
