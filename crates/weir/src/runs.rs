@@ -81,8 +81,20 @@ async fn execute(data_dir: &Path, command: RunsCommand) -> anyhow::Result<Outcom
             ..
         } => {
             let run = store.find(&id).await?;
-            for event in &store.events(&run.run_id, from, limit).await? {
+            let events = store.events(&run.run_id, from, limit).await?;
+            for event in &events {
                 print_event(&mut out, event, json)?;
+            }
+            // A page is not the whole run: say so (on stderr, so that
+            // `--json` stays one event per line) and where the next starts.
+            let next = events.last().map_or(from, |event| event.seq + 1);
+            if next < run.events {
+                let left = run.events - next;
+                let noun = if left == 1 { "event" } else { "events" };
+                eprintln!(
+                    "weir: {left} more {noun}: weir runs events {} --from {next}",
+                    run.run_id
+                );
             }
             Ok(Outcome::Completed)
         }

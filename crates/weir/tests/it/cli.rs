@@ -134,12 +134,22 @@ async fn list_show_and_events_describe_finished_runs() {
     );
     assert!(events.contains("1/2 step 1"), "{events}");
 
-    let page = stdout(&weir(
+    assert_eq!(
+        String::from_utf8_lossy(&weir(dir.path(), &["runs", "events", &ok_id]).stderr),
+        ""
+    );
+    let paged = weir(
         dir.path(),
         &[
             "runs", "events", &ok_id, "--from", "1", "--limit", "2", "--json",
         ],
-    ));
+    );
+    // The page is not the whole run: stderr says what is left and where.
+    assert_eq!(
+        String::from_utf8_lossy(&paged.stderr),
+        format!("weir: 1 more event: weir runs events {ok_id} --from 3\n")
+    );
+    let page = stdout(&paged);
     let seqs: Vec<u64> = page
         .lines()
         .map(|l| {
