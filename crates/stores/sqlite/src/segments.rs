@@ -208,6 +208,13 @@ impl Appender {
         self.wrote = false;
     }
 
+    /// Forgets where the next bytes go after a savepoint was rolled back:
+    /// it may have taken back the segment this append started, and the
+    /// next row reads the newest again.
+    pub(crate) fn rolled_back(&mut self) {
+        self.next = None;
+    }
+
     /// Writes `bytes` to the newest segment (starting one when they do not
     /// fit) and returns the row's segment and its body pointing at them.
     pub(crate) fn write(
@@ -220,16 +227,18 @@ impl Appender {
             Some(next) => next,
             None => {
                 let id = newest(conn)?;
-                let end = self.open(id)?.metadata();
-                (id, end.map_err(self.segments.failed(doing, id))?.len())
+                (id, self.end_of(id)?)
             }
         };
         if offset > 0 && offset + bytes.len() as u64 > self.segment_bytes {
             self.sync()?;
-            (id, offset) = (id + 1, 0);
+            id += 1;
             conn.prepare_cached("INSERT INTO segments (id) VALUES (?1)")
                 .and_then(|mut stmt| stmt.execute([id]))
                 .map_err(db(doing))?;
+            // At its end, not its start: a file of that name may already
+            // hold bytes (a writer's whose transaction was taken back).
+            offset = self.end_of(id)?;
         }
         let file = self.open(id)?;
         file.write_all_at(bytes, offset)
@@ -258,6 +267,13 @@ impl Appender {
                 .map_err(self.segments.failed("syncing a segment", *id)),
             _ => Ok(()),
         }
+    }
+
+    /// Where segment `id`'s file ends: where its next bytes go.
+    fn end_of(&mut self, id: i64) -> Result<u64, LogError> {
+        let metadata = self.open(id)?.metadata();
+        let failed = self.segments.failed("appending to a segment", id);
+        Ok(metadata.map_err(failed)?.len())
     }
 
     /// The segment `id`'s file, created (0600, in a 0700 folder) when new.

@@ -183,6 +183,9 @@ fn apply(
         ),
         WriteOp::Append(events, ack) => {
             let result = in_savepoint(tx, |tx| writes::append(tx, tails, appender, events));
+            if result.is_err() {
+                appender.rolled_back();
+            }
             let result = result.map(|(run_id, tail, batch)| {
                 if tail.1.state.is_terminal() {
                     tails.remove(&run_id);

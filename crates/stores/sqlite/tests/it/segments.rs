@@ -229,3 +229,59 @@ async fn two_writers_on_one_log_each_read_back_whole() {
         reads_back(&reader, run, appends).await;
     }
 }
+
+/// A new segment's bytes go after whatever its file already holds (bytes
+/// of a writer whose transaction was taken back, which a row committed
+/// beside them may point at), never over them.
+#[tokio::test]
+async fn a_new_segment_is_written_after_what_its_file_already_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let options = SqliteOptions {
+        segment_bytes: 64 * 1024,
+        ..SqliteOptions::default()
+    };
+    let log = SqliteLog::open(&path, options).unwrap();
+    let run = run_id("rolls-over");
+    let appends = stream(&run, 1, 16, 500, 1_000);
+    append_all(&log, &appends[..2]).await;
+    assert_eq!(segment_files(&path).len(), 1);
+    // The file the next segment will be, already holding bytes.
+    let held = b"bytes a taken-back transaction left".repeat(10);
+    std::fs::write(segments_dir(&path).join("0000000002"), &held).unwrap();
+    let more = stream(&run, 30, 16, 500, 1_000);
+    let more: Vec<Vec<RunEvent>> = more[1..more.len() - 1]
+        .iter()
+        .enumerate()
+        .map(|(i, batch)| {
+            let from = 17 + 16 * i as u64;
+            batch
+                .iter()
+                .enumerate()
+                .map(|(j, event)| RunEvent {
+                    seq: from + j as u64,
+                    ..event.clone()
+                })
+                .collect()
+        })
+        .collect();
+    append_all(&log, &more).await;
+    assert!(
+        segment_files(&path).len() >= 3,
+        "{:?}",
+        segment_files(&path)
+    );
+    let second = std::fs::read(segments_dir(&path).join("0000000002")).unwrap();
+    assert!(second.len() > held.len());
+    assert!(
+        second.starts_with(&held),
+        "the bytes the file held were written over"
+    );
+    let all: Vec<RunEvent> = appends[..2]
+        .iter()
+        .chain(&more)
+        .flatten()
+        .cloned()
+        .collect();
+    assert_eq!(log.read(&run, 0, usize::MAX).await.unwrap(), all);
+}
