@@ -37,6 +37,23 @@ pub(crate) enum WriteOp {
     DeleteFinishedBefore(u64, Ack<usize>),
 }
 
+impl WriteOp {
+    /// Answers an operation that never ran: its transaction could not begin.
+    fn refuse(self, message: &str) {
+        fn send<T>(ack: Ack<T>, message: &str) {
+            let _ = ack.send(Err(LogError::Storage {
+                doing: "taking the log's write lock",
+                message: message.to_owned(),
+            }));
+        }
+        match self {
+            WriteOp::CreateRun(_, ack) | WriteOp::Append(_, ack) => send(ack, message),
+            WriteOp::PutArtifact { ack, .. } => send(ack, message),
+            WriteOp::DeleteFinishedBefore(_, ack) => send(ack, message),
+        }
+    }
+}
+
 /// The queue to the writer thread; the thread stops when it is dropped.
 pub(crate) struct Writer {
     ops: mpsc::Sender<WriteOp>,
@@ -133,23 +150,28 @@ fn commit_group(
     hub: &LiveHub,
     group: Vec<WriteOp>,
 ) {
+    if let Err(error) = statement(conn, "BEGIN IMMEDIATE") {
+        // Another process held the write lock past the busy timeout: none
+        // of the group ran, and each caller hears why (an append is retried).
+        let message = error.to_string();
+        for op in group {
+            op.refuse(&message);
+        }
+        return;
+    }
     let mut replies: Vec<Reply> = Vec::with_capacity(group.len());
     let mut published: Vec<Batch> = Vec::new();
-    let committed = (|| {
-        statement(conn, "BEGIN IMMEDIATE").map_err(|error| error.to_string())?;
-        appender.begin();
-        for op in group {
-            replies.push(apply(conn, tails, appender, op, &mut published));
-        }
-        let committed = appender
-            .finish()
-            .map_err(|error| error.to_string())
-            .and_then(|()| statement(conn, "COMMIT").map_err(|error| error.to_string()));
-        if committed.is_err() && !conn.is_autocommit() {
-            let _ = statement(conn, "ROLLBACK");
-        }
-        committed
-    })();
+    appender.begin();
+    for op in group {
+        replies.push(apply(conn, tails, appender, op, &mut published));
+    }
+    let committed = appender
+        .finish()
+        .map_err(|error| error.to_string())
+        .and_then(|()| statement(conn, "COMMIT").map_err(|error| error.to_string()));
+    if committed.is_err() && !conn.is_autocommit() {
+        let _ = statement(conn, "ROLLBACK");
+    }
     match committed {
         Ok(()) => {
             for batch in published {

@@ -285,3 +285,30 @@ async fn a_new_segment_is_written_after_what_its_file_already_holds() {
         .collect();
     assert_eq!(log.read(&run, 0, usize::MAX).await.unwrap(), all);
 }
+
+/// While another process holds the log's write lock past the busy
+/// timeout, an append is refused saying so, and the next one, once the
+/// lock is free, is stored.
+#[tokio::test]
+async fn an_append_refused_for_the_write_lock_says_so_and_the_log_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let log = SqliteLog::open(&path, SqliteOptions::default()).unwrap();
+    let run = run_id("locked-out");
+    let appends = stream(&run, 1, 4, 10, 1_000);
+    log.append(appends[0].clone().into()).await.unwrap();
+    let holder = rusqlite::Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let error = log
+        .append(appends[1].clone().into())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("write lock") && error.contains("locked"),
+        "{error}"
+    );
+    holder.execute_batch("ROLLBACK").unwrap();
+    log.append(appends[1].clone().into()).await.unwrap();
+    assert_eq!(log.read(&run, 0, 10).await.unwrap().len(), 5);
+}
