@@ -180,13 +180,13 @@ pub(crate) fn decode_row(
         events.len() < wanted.limit
     };
     let from = wanted.from;
-    let ValueRef::Blob([RUN_OF_EVENTS, events @ ..]) = body else {
+    let ValueRef::Blob([RUN_OF_EVENTS, packed @ ..]) = body else {
         if seq >= from && !keep(seq, ts, decode(body)?) {
             return Ok(None);
         }
         return Ok(Some(seq + 1));
     };
-    let (mut next, mut rest) = (seq, events);
+    let (mut next, mut rest) = (seq, packed);
     while !rest.is_empty() {
         let (ts, after) = rest
             .split_first_chunk::<8>()
