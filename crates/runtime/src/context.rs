@@ -409,7 +409,21 @@ mod tests {
         RunContext,
         mpsc::Receiver<Command>,
     ) {
-        let log: Arc<dyn EventLog> = Arc::new(MemoryLog::new());
+        started_run_in(Arc::new(MemoryLog::new()), name, capacity, backlog).await
+    }
+
+    /// [`started_run`] in `log`.
+    pub(super) async fn started_run_in(
+        log: Arc<dyn EventLog>,
+        name: &str,
+        capacity: usize,
+        backlog: Option<Arc<Semaphore>>,
+    ) -> (
+        Arc<dyn EventLog>,
+        RunId,
+        RunContext,
+        mpsc::Receiver<Command>,
+    ) {
         let run_id = RunId::parse(name).unwrap();
         let (commands, receiver) = mpsc::channel(capacity);
         let started = Started {

@@ -216,6 +216,15 @@ pub trait EventLog: Send + Sync + 'static {
     /// allocation its live subscribers get.
     async fn append(&self, events: Batch) -> Result<(), LogError>;
 
+    /// Whether a run's writer may issue its next append while the last is
+    /// pending: true only when `append` queues its batch before its future
+    /// first waits, so appends issued one after another are applied in that
+    /// order. If one fails, those issued after it must fail too (they do not
+    /// follow the stored log), and the writer appends them again.
+    fn queues_appends_in_order(&self) -> bool {
+        false
+    }
+
     /// Up to `limit` events of `run_id` from seq `from` on, in order.
     async fn read(
         &self,

@@ -181,6 +181,12 @@ impl EventLog for SqliteLog {
             .await
     }
 
+    /// The one writer thread takes operations in the order they were sent,
+    /// and `write` sends before it first waits.
+    fn queues_appends_in_order(&self) -> bool {
+        true
+    }
+
     async fn read(
         &self,
         run_id: &RunId,
