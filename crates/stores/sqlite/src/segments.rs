@@ -184,7 +184,20 @@ pub(crate) struct Appender {
     next: Option<(i64, u64)>,
     /// Whether this transaction wrote bytes the disk may not have yet.
     wrote: bool,
+    /// Rows' bytes not yet written, to go at `(id, offset)` of
+    /// [`Appender::unwritten_at`]: a transaction's rows are written with
+    /// one system call before it commits, not one each (a 32 KiB row per
+    /// call cost the kernel 0.24 µs a KB, 512 KiB a call 0.17).
+    unwritten: Vec<u8>,
+    unwritten_at: (i64, u64),
+    /// Why held-back bytes could not be written in this transaction: rows
+    /// of operations already applied may point at them, so the whole
+    /// transaction must not commit.
+    unwritable: Option<String>,
 }
+
+/// Unwritten bytes past which a row is written at once.
+const MOST_UNWRITTEN: usize = 1 << 20;
 
 impl Appender {
     pub(crate) fn new(segments: Segments, durability: Durability, segment_bytes: u64) -> Appender {
@@ -195,6 +208,9 @@ impl Appender {
             file: None,
             next: None,
             wrote: false,
+            unwritten: Vec::new(),
+            unwritten_at: (0, 0),
+            unwritable: None,
         }
     }
 
@@ -206,12 +222,19 @@ impl Appender {
     pub(crate) fn begin(&mut self) {
         self.next = None;
         self.wrote = false;
+        self.unwritten.clear();
+        self.unwritable = None;
     }
 
     /// Forgets where the next bytes go after a savepoint was rolled back:
     /// it may have taken back the segment this append started, and the
     /// next row reads the newest again.
     pub(crate) fn rolled_back(&mut self) {
+        // The file's end is read again, and what the transaction's earlier
+        // operations wrote must be part of it (the rolled-back operation's
+        // own bytes, which no row points at, harm nothing). A failure here
+        // is kept for `finish`.
+        let _ = self.write_out();
         self.next = None;
     }
 
@@ -231,6 +254,7 @@ impl Appender {
             }
         };
         if offset > 0 && offset + bytes.len() as u64 > self.segment_bytes {
+            self.write_out()?;
             self.sync()?;
             id += 1;
             conn.prepare_cached("INSERT INTO segments (id) VALUES (?1)")
@@ -240,9 +264,13 @@ impl Appender {
             // hold bytes (a writer's whose transaction was taken back).
             offset = self.end_of(id)?;
         }
-        let file = self.open(id)?;
-        file.write_all_at(bytes, offset)
-            .map_err(self.segments.failed(doing, id))?;
+        if self.unwritten.is_empty() {
+            self.unwritten_at = (id, offset);
+        }
+        self.unwritten.extend_from_slice(bytes);
+        if self.unwritten.len() >= MOST_UNWRITTEN {
+            self.write_out()?;
+        }
         self.next = Some((id, offset + bytes.len() as u64));
         self.wrote = true;
         let mut pointer = [0; 21];
@@ -257,7 +285,37 @@ impl Appender {
     /// With [`Durability::PowerLoss`], syncs what this transaction wrote:
     /// called before it commits.
     pub(crate) fn finish(&mut self) -> Result<(), LogError> {
+        self.write_out()?;
         self.sync()
+    }
+
+    /// Writes the rows' bytes held back so far to their segment. Once this
+    /// has failed, it fails for the rest of the transaction.
+    fn write_out(&mut self) -> Result<(), LogError> {
+        let doing = "appending to a segment";
+        if let Some(message) = &self.unwritable {
+            let message = message.clone();
+            return Err(LogError::Storage { doing, message });
+        }
+        if self.unwritten.is_empty() {
+            return Ok(());
+        }
+        let (id, offset) = self.unwritten_at;
+        let unwritten = std::mem::take(&mut self.unwritten);
+        let written = match self.open(id) {
+            Ok(file) => match file.write_all_at(&unwritten, offset) {
+                Ok(()) => Ok(()),
+                Err(error) => Err(self.segments.failed(doing, id)(error)),
+            },
+            Err(error) => Err(error),
+        };
+        // Its allocation is kept for the next transaction's rows.
+        self.unwritten = unwritten;
+        self.unwritten.clear();
+        if let Err(LogError::Storage { message, .. }) = &written {
+            self.unwritable = Some(message.clone());
+        }
+        written
     }
 
     fn sync(&self) -> Result<(), LogError> {

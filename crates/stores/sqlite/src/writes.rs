@@ -142,12 +142,13 @@ pub(crate) fn append(
 
 fn load_tail(conn: &Connection, run_id: &RunId) -> Result<Option<(i64, LogTail)>, LogError> {
     let row: Option<(i64, i64, String)> = conn
-        .query_row(
-            "SELECT run_key, next_seq, state FROM runs WHERE run_id = ?1",
-            [run_id.as_str()],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-        )
-        .optional()
+        .prepare_cached("SELECT run_key, next_seq, state FROM runs WHERE run_id = ?1")
+        .and_then(|mut stmt| {
+            stmt.query_row([run_id.as_str()], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
+            .optional()
+        })
         .map_err(db("reading a run's tail"))?;
     row.map(|(run_key, next_seq, state)| {
         let state = state.parse().map_err(|message| LogError::Storage {
