@@ -17,7 +17,7 @@ every message is checked, then 3 measured calls, and reports the median of:
   peak RSS        VmHWM of the server process (plus any children) from
                   /proc, read after the last call, right before killing it
 
-Usage: bench.py --weir PATH [--quick] [--only weir,ts,py] [--no-progress-variant]
+Usage: bench.py --weir PATH [--quick] [--only weir,ts,py] [--no-progress-variant] [--reps 3] [--rounds 1]
 Writes results/bench-<timestamp>.{json,md} and prints the markdown.
 """
 
@@ -579,10 +579,11 @@ def log(*args) -> None:
     print(*args, file=sys.stderr, flush=True)
 
 
-def measure(spec: ServerSpec, transport: str, count: int, size: int, per_item: str, weir: str) -> Measurement:
+def measure(spec: ServerSpec, transport: str, count: int, size: int, per_item: str, weir: str,
+            reps: int = MEASURED_RUNS) -> Measurement:
     m = Measurement(spec.key, spec.store, transport, count, size, per_item)
     server = Server(spec, transport, weir)
-    watchdog = threading.Timer(CALL_DEADLINE_S * (MEASURED_RUNS + 2), server.proc.kill)
+    watchdog = threading.Timer(CALL_DEADLINE_S * (reps + 2), server.proc.kill)
     watchdog.start()
     client = None
     try:
@@ -593,7 +594,7 @@ def measure(spec: ServerSpec, transport: str, count: int, size: int, per_item: s
             raise ProtocolError(f"negotiated {version!r}, wanted {PROTOCOL}: {reply}")
         client.stream_call(count, size, per_item, validate=True)  # warm-up, every item checked
         m.rss_after_warmup_kb = tree_vm_kb(server.pid, "VmHWM")
-        for _ in range(MEASURED_RUNS):
+        for _ in range(reps):
             cpu0, ccpu0 = cpu_seconds(server.pid), time.process_time()
             r = client.stream_call(count, size, per_item, validate=False)
             cpu1, ccpu1 = cpu_seconds(server.pid), time.process_time()
@@ -655,6 +656,13 @@ def main() -> int:
                     help="servers to run (comma list of floor, weir, sqlite (weir on its SQLite store), ts, py)")
     ap.add_argument("--no-progress-variant", action="store_true", help="skip the peers' progress-per-item variant")
     ap.add_argument("--no-flatness", action="store_true", help="skip weir's N×5 memory check")
+    ap.add_argument("--reps", type=int, default=MEASURED_RUNS,
+                    help=f"measured calls per server (default {MEASURED_RUNS})")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run the main comparison this many times, a fresh server each time, and "
+                         "take medians over every round's calls: the servers of a row then "
+                         "alternate through the run, so a change in the machine's load falls "
+                         "on all of them (default 1)")
     args = ap.parse_args()
     only = set(args.only.split(","))
     scale = 10 if args.quick else 1
@@ -672,22 +680,35 @@ def main() -> int:
     def run(spec: ServerSpec, transport: str, count: int, size: int, per_item: str = "partial") -> Measurement:
         log(f"  {spec.label}{'' if spec.store == 'memory' else ' (' + spec.store + ')'} {transport} "
             f"{workload_name(count, size)} per-item={per_item} ...")
-        m = measure(spec, transport, count, size, per_item, args.weir)
+        m = measure(spec, transport, count, size, per_item, args.weir, args.reps)
         if not m.error:
             log(f"    {m.median('items_per_s'):,.0f} items/s, first item {m.median('first_item_ms'):.2f} ms, "
                 f"peak RSS {m.peak_rss_kb / 1024:.1f} MiB "
                 f"(runs: {', '.join(format(r['items_per_s'], ',.0f') for r in m.runs)})")
+        # A later round's calls join the same row's earlier ones.
+        for earlier in results:
+            if (earlier.server, earlier.store, earlier.transport, earlier.count, earlier.size,
+                    earlier.per_item) == (m.server, m.store, transport, count, size, per_item):
+                if m.error:
+                    earlier.error = earlier.error or m.error
+                earlier.runs.extend(m.runs)
+                earlier.peak_rss_kb = max(earlier.peak_rss_kb, m.peak_rss_kb)
+                earlier.rss_after_warmup_kb = max(earlier.rss_after_warmup_kb, m.rss_after_warmup_kb)
+                return earlier
         results.append(m)
         return m
 
     started = time.time()
     load_start = os.getloadavg()
     log("main comparison (per item: notifications/tools/partial_result for all three)")
-    for count, size in workloads:
-        for transport in TRANSPORTS:
-            for key in ("floor", "weir", "sqlite", "ts", "py"):
-                if key in only:
-                    run(specs[key], transport, count, size)
+    for round_number in range(args.rounds):
+        if args.rounds > 1:
+            log(f" round {round_number + 1} of {args.rounds}")
+        for count, size in workloads:
+            for transport in TRANSPORTS:
+                for key in ("floor", "weir", "sqlite", "ts", "py"):
+                    if key in only:
+                        run(specs[key], transport, count, size)
     if not args.no_flatness and "weir" in only:
         log("weir memory vs N (N and N×5, memory store and sqlite store)")
         sqlite = ServerSpec("weir", "weir", store="sqlite")
@@ -717,6 +738,8 @@ def main() -> int:
         return None if m is None else m.median(key)
 
     out: list[str] = []
+    measured_calls = (f"{args.reps} measured calls" if args.rounds == 1 else
+                      f"{args.rounds} rounds of {args.reps} measured calls, each round a fresh server")
     cpu_model = "?"
     try:
         for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
@@ -727,7 +750,7 @@ def main() -> int:
     node_version = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     out.append(f"Machine: {os.cpu_count()} CPUs ({cpu_model}), {platform.system()} {platform.release()}; "
                f"node {node_version}, Python {platform.python_version()}; "
-               f"{MEASURED_RUNS} measured calls after 1 warm-up, medians; load average "
+               f"{measured_calls} after 1 warm-up, medians; load average "
                f"{load_start[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end.\n")
     out.append("Per item every server sends one `notifications/tools/partial_result` "
                "(`{partialResultToken, seq, content:[{type:text,text}]}`) on the call's channel; "
