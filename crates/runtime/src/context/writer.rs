@@ -125,10 +125,11 @@ enum Step {
 /// such a run later).
 ///
 /// A store that queues appends in order gets the next batch while the last
-/// is still committing (two in flight), so its commits follow one another
-/// without waiting for this task to be woken, told and scheduled between
-/// them; a batch's flushes are answered, and its places given back, only
-/// when it and every batch before it are stored.
+/// is still committing (two in flight) once a whole batch is waiting, so
+/// the commits of a tool emitting flat out follow one another without
+/// waiting for this task to be woken, told and scheduled between them; a
+/// batch's flushes are answered, and its places given back, only when it
+/// and every batch before it are stored.
 pub(crate) async fn write_run(
     log: Arc<dyn EventLog>,
     run_id: RunId,
@@ -144,65 +145,75 @@ pub(crate) async fn write_run(
     // The seq of the next event issued, and of the next one stored.
     let mut issued_seq = next_seq;
     let mut stored_seq = next_seq;
-    // False once a terminal event has been issued or every sender is gone.
-    let mut issuing = true;
+    // Whether the tool may still send, and whether a terminal event is issued.
+    let mut open = true;
+    let mut ended = false;
     loop {
-        let room = issuing && in_flight.len() < depth;
-        let step = match (in_flight.front_mut(), room) {
+        let room = !ended && in_flight.len() < depth;
+        // What was received goes to the store at once when nothing is in
+        // flight; behind a batch in flight only once it fills a batch (a
+        // tool emitting flat out) or the tool is done. A trickle gathers
+        // during the commit instead, so it is not split into more commits.
+        if room
+            && !received.is_empty()
+            && (in_flight.is_empty() || received.len() >= limit || !open)
+        {
+            limit = (limit * GROWTH).min(MAX_BATCH);
+            let mut batch = Vec::with_capacity(received.len());
+            let mut flushes = Vec::new();
+            let mut places: Option<OwnedSemaphorePermit> = None;
+            for command in received.drain(..) {
+                let kind = match command {
+                    Command::Emit(kind) => kind,
+                    Command::Emitted(kind, place) => {
+                        match &mut places {
+                            Some(places) => places.merge(place),
+                            None => places = Some(place),
+                        }
+                        kind
+                    }
+                    Command::Flush(ack) => {
+                        flushes.push(ack);
+                        continue;
+                    }
+                };
+                // Refused only after the terminal event; such stragglers are dropped.
+                if guard.admit(&kind).is_ok() {
+                    batch.push(RunEvent {
+                        run_id: run_id.clone(),
+                        seq: issued_seq + batch.len() as Seq,
+                        ts: now_ms(),
+                        kind,
+                    });
+                }
+            }
+            issued_seq += batch.len() as Seq;
+            ended = batch.last().is_some_and(|event| event.kind.is_terminal());
+            let events: Batch = batch.into();
+            let answer = InFlight::issue(&log, events.clone()).await;
+            in_flight.push_back(InFlight {
+                events,
+                answer,
+                flushes,
+                places,
+            });
+            continue;
+        }
+        let wanted = limit.saturating_sub(received.len());
+        let receiving = open && room && wanted > 0;
+        let step = match (in_flight.front_mut(), receiving) {
             (Some(oldest), true) => tokio::select! {
                 biased;
                 result = &mut oldest.answer => Step::Answered(result),
-                taken = commands.recv_many(&mut received, limit) => Step::Received(taken),
+                taken = commands.recv_many(&mut received, wanted) => Step::Received(taken),
             },
             (Some(oldest), false) => Step::Answered((&mut oldest.answer).await),
-            (None, true) => Step::Received(commands.recv_many(&mut received, limit).await),
+            (None, true) => Step::Received(commands.recv_many(&mut received, wanted).await),
+            // The tool is done, and everything it sent is stored.
             (None, false) => break,
         };
         match step {
-            Step::Received(0) => issuing = false,
-            Step::Received(_) => {
-                limit = (limit * GROWTH).min(MAX_BATCH);
-                let mut batch = Vec::with_capacity(received.len());
-                let mut flushes = Vec::new();
-                let mut places: Option<OwnedSemaphorePermit> = None;
-                for command in received.drain(..) {
-                    let kind = match command {
-                        Command::Emit(kind) => kind,
-                        Command::Emitted(kind, place) => {
-                            match &mut places {
-                                Some(places) => places.merge(place),
-                                None => places = Some(place),
-                            }
-                            kind
-                        }
-                        Command::Flush(ack) => {
-                            flushes.push(ack);
-                            continue;
-                        }
-                    };
-                    // Refused only after the terminal event; such stragglers are dropped.
-                    if guard.admit(&kind).is_ok() {
-                        batch.push(RunEvent {
-                            run_id: run_id.clone(),
-                            seq: issued_seq + batch.len() as Seq,
-                            ts: now_ms(),
-                            kind,
-                        });
-                    }
-                }
-                issued_seq += batch.len() as Seq;
-                if batch.last().is_some_and(|event| event.kind.is_terminal()) {
-                    issuing = false;
-                }
-                let events: Batch = batch.into();
-                let answer = InFlight::issue(&log, events.clone()).await;
-                in_flight.push_back(InFlight {
-                    events,
-                    answer,
-                    flushes,
-                    places,
-                });
-            }
+            Step::Received(taken) => open = taken > 0,
             Step::Answered(result) => {
                 let oldest = in_flight.pop_front().expect("answered batch is in flight");
                 let result = match result {
