@@ -1,6 +1,7 @@
 //! weir-core's SSE parser (`weir_core::sse`, the one every SSE reader in
-//! weir uses), unbounded, as the MCP client's HTTP transport and
-//! `follow_run` feed it: whatever pieces the network cuts a stream into.
+//! weir uses), unbounded (the MCP client's HTTP transport and `follow_run`
+//! bound it at 64 MiB, past any input here) as they feed it: whatever
+//! pieces the network cuts a stream into.
 //!
 //! The first two bytes pick where to cut; the rest is the stream.
 //! Properties: the events, the last event ID and the reconnection time are

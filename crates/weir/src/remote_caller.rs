@@ -577,6 +577,9 @@ fn target(upstream: &Upstream) -> (Target, ClientOptions) {
 fn connection_lost(error: &ClientError) -> bool {
     match error {
         ClientError::ServerExited { .. }
+        // Over stdio the upstream was stopped for it; over HTTP a new
+        // session costs little.
+        | ClientError::MessageTooLarge { .. }
         | ClientError::Closed
         | ClientError::Unreachable { .. }
         | ClientError::StreamLost { .. }

@@ -117,6 +117,16 @@ pub enum ClientError {
     /// The client was closed while the request was pending.
     #[error("the client was closed")]
     Closed,
+    /// The server sent a message longer than the client reads
+    /// ([`crate::MAX_MESSAGE_BYTES`]); its connection (or stream) was closed.
+    #[error(
+        "the server sent a message of more than {} MiB, the most this client reads from one; the connection was closed (a server returning that much should page its result or put it in a resource)",
+        .limit >> 20
+    )]
+    MessageTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 fn stderr_tail(stderr: &str) -> String {

@@ -88,6 +88,13 @@ pub use events::{CallEvent, CallResult, RunEnd, TaskStatus, TaskSupport, ToolDes
 pub use options::{CallOptions, ClientOptions, Revision, StdioCommand, Target, TaskMode};
 pub use runs::{RunEvents, follow_run};
 
+/// The most bytes of one message the client reads from a server: a stdio
+/// line, an SSE event, a JSON answer (and of a stderr line it keeps the
+/// start of). A server past it gets its connection closed with
+/// [`ClientError::MessageTooLarge`]: a server that never ends a line must
+/// not take the client's memory with it.
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
 use connection::Negotiated;
 use server::Server;
 

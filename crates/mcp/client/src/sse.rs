@@ -7,17 +7,15 @@ pub(crate) use weir_core::sse::SseParser;
 
 use crate::error::ClientError;
 
-/// Most bytes of one SSE line or event: no bound, as for the client's JSON
-/// answers and stdio lines — the client trusts a server it chose to call
-/// with its memory (as it did before its parser moved to weir-core).
-const MAX_EVENT_BYTES: usize = usize::MAX;
-
-/// A parser for one stream.
+/// A parser for one stream: a line or an event at most
+/// [`MAX_MESSAGE_BYTES`](crate::MAX_MESSAGE_BYTES).
 pub(crate) fn parser() -> SseParser {
-    SseParser::new(MAX_EVENT_BYTES)
+    SseParser::new(crate::MAX_MESSAGE_BYTES)
 }
 
 /// A stream whose line or event passed the bound.
 pub(crate) fn overflowed(overflow: Overflow) -> ClientError {
-    ClientError::Protocol(overflow.to_string())
+    ClientError::MessageTooLarge {
+        limit: overflow.limit,
+    }
 }

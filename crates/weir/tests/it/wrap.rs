@@ -1313,3 +1313,53 @@ fn an_upstreams_partial_reaches_the_runs_event_as_the_upstream_wrote_it() {
         "{events:?}"
     );
 }
+
+const FLOODING_SERVER: &str = r#"
+import json, sys, time
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    id_, method = message["id"], message.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "flood", "version": "0"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": id_, "result": {"tools": [{"name": "flood", "inputSchema": {"type": "object"}}, {"name": "echo", "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call" and message["params"]["name"] == "flood":
+        # A line that never ends: 65 MiB and counting, then silence.
+        chunk = "x" * (1 << 20)
+        for _ in range(65):
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+        time.sleep(600)
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "id": id_, "result": {"content": [{"type": "text", "text": "still here"}]}})
+"#;
+
+/// An upstream that writes a line past the client's bound (64 MiB) does
+/// not take weir's memory: the call fails once with a clear error, the
+/// upstream is stopped, and the next call starts it again.
+#[test]
+fn an_upstream_line_past_the_bound_fails_the_call_and_the_upstream_is_started_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("flooding_server.py");
+    std::fs::write(&script, FLOODING_SERVER).unwrap();
+    let mut wrapped = Peer::wrap(&["--memory"], &["python3", script.to_str().unwrap()]);
+    let id = wrapped.call("flood", json!({}));
+    let (_, answer) = wrapped.reply(id, Duration::from_secs(60));
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true, "{answer}");
+    let text = result["content"].to_string();
+    assert!(text.contains("more than 64 MiB"), "{text}");
+    let run_id = wrapped.newest_run();
+    assert_eq!(terminal(&wrapped.events(&run_id)), ["failed"]);
+    let id = wrapped.call("echo", json!({}));
+    let (_, answer) = wrapped.reply(id, Duration::from_secs(30));
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "still here",
+        "{answer}"
+    );
+}

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use weir_mcp_wire::revision::meta_key;
 
 use super::exchange::{Delivery, Exchange, Message, Parsed, answer_server_request, parse};
+use crate::MAX_MESSAGE_BYTES;
 use crate::error::ClientError;
 use crate::retry::backoff;
 use crate::sse;
@@ -174,10 +175,12 @@ impl HttpConnection {
                 response.status().as_u16()
             )));
         }
-        let body = response
-            .bytes()
+        let body = body_up_to(response, MAX_MESSAGE_BYTES)
             .await
-            .map_err(|error| self.inner.unreachable(&error))?;
+            .map_err(|error| self.inner.unreachable(&error))?
+            .ok_or(ClientError::MessageTooLarge {
+                limit: MAX_MESSAGE_BYTES,
+            })?;
         let answer = match parse(&body) {
             Some(Parsed::Message(message)) => Ok(message),
             _ => Err(answer_refused(&body)),
@@ -315,6 +318,30 @@ impl Inner {
     }
 }
 
+/// `response`'s body if it holds at most `limit` bytes, else `None` (read
+/// no further than the limit).
+async fn body_up_to(
+    response: reqwest::Response,
+    limit: usize,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > limit as u64)
+    {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        if body.len() + chunk.len() > limit {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
+}
+
 /// `response` if its status is a success, else the server's explanation as
 /// an error: its JSON-RPC error message, its body, or the status's name.
 pub(crate) async fn check_status(
@@ -325,7 +352,13 @@ pub(crate) async fn check_status(
     if status.is_success() {
         return Ok(response);
     }
-    let body = response.text().await.unwrap_or_default();
+    // Only its start is shown; a body past 64 KiB is not read at all.
+    let body = body_up_to(response, 64 << 10)
+        .await
+        .ok()
+        .flatten()
+        .map(|body| String::from_utf8_lossy(&body).into_owned())
+        .unwrap_or_default();
     let explained = serde_json::from_str::<Value>(&body).ok().and_then(|json| {
         json.pointer("/error/message")
             .or_else(|| json.get("message"))

@@ -6,6 +6,7 @@
 
 mod exchange;
 mod http;
+mod lines;
 mod stdio;
 
 use serde_json::Value;

@@ -14,13 +14,15 @@ use std::time::Duration;
 
 use rustix::process::{Pid, Signal};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 
 use super::exchange::{
     Delivery, Exchange, Inbound, Message, Parsed, Tokens, answer_server_request, parse,
 };
+use super::lines::{LineRead, read_line, read_line_start};
+use crate::MAX_MESSAGE_BYTES;
 use crate::error::ClientError;
 use crate::options::StdioCommand;
 
@@ -297,13 +299,17 @@ async fn write_lines(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Line>) {
 }
 
 async fn keep_stderr(stderr: ChildStderr, shared: Arc<Shared>) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    // 500 characters of each line are kept; up to four bytes each.
+    while let Ok(true) = read_line_start(&mut reader, &mut line, 2_000).await {
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
         let mut kept = lock(&shared.stderr);
         if kept.len() == STDERR_LINES {
             kept.pop_front();
         }
-        kept.push_back(line.chars().take(500).collect());
+        kept.push_back(text.chars().take(500).collect());
     }
 }
 
@@ -320,16 +326,20 @@ async fn route(
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
     let mut batch = Batch::default();
+    let mut too_long = false;
     loop {
         // Handed over once no whole line waits in the reader (reading
         // may then wait for the server), or once it is full.
         if batch.is_full() || !reader.buffer().contains(&b'\n') {
             batch.flush().await;
         }
-        line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        match read_line(&mut reader, &mut line, MAX_MESSAGE_BYTES).await {
+            Ok(LineRead::Line) => {}
+            Ok(LineRead::End) | Err(_) => break,
+            Ok(LineRead::TooLong) => {
+                too_long = true;
+                break;
+            }
         }
         // Anything that is not JSON-RPC (a banner, a stray print) is skipped.
         let message = match parse(&line) {
@@ -364,14 +374,23 @@ async fn route(
         }
     }
     batch.flush().await;
-    // The server closed its stdout: it is gone, or going.
-    let status = exit_status(&child, Duration::from_secs(1))
-        .await
-        .unwrap_or_else(|| "it closed its stdout but is still running".into());
-    let _ = tokio::time::timeout(Duration::from_millis(500), stderr_done).await;
-    let error = ClientError::ServerExited {
-        status,
-        stderr: shared.stderr_tail(),
+    let error = if too_long {
+        // Its stdout can no longer be read line by line: the server is
+        // stopped, and every call waiting on it is told why.
+        signal_group(&child, Signal::KILL);
+        ClientError::MessageTooLarge {
+            limit: MAX_MESSAGE_BYTES,
+        }
+    } else {
+        // The server closed its stdout: it is gone, or going.
+        let status = exit_status(&child, Duration::from_secs(1))
+            .await
+            .unwrap_or_else(|| "it closed its stdout but is still running".into());
+        let _ = tokio::time::timeout(Duration::from_millis(500), stderr_done).await;
+        ClientError::ServerExited {
+            status,
+            stderr: shared.stderr_tail(),
+        }
     };
     *lock(&shared.gone) = Some(error.clone());
     let waiting: Vec<_> = lock(&shared.routes)
