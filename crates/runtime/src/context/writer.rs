@@ -81,16 +81,60 @@ struct InFlight {
 }
 
 impl InFlight {
-    /// Hands `events` to the store. The append is polled once here, so a
-    /// store that queues appends in order ([`EventLog::queues_appends_in_order`])
-    /// has queued this one before the writer issues the next.
-    async fn issue(log: &Arc<dyn EventLog>, events: Batch) -> Answer {
-        let log = Arc::clone(log);
-        let batch = events.clone();
-        let mut answer: Answer = Box::pin(async move { log.append(batch).await });
-        match std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx))).await {
-            Poll::Ready(result) => Box::pin(std::future::ready(result)),
-            Poll::Pending => answer,
+    /// Numbers what was `received` (draining it) from `seq` into a batch,
+    /// passing each event through the `guard`, and hands the batch to the
+    /// store. The append is polled once here, so a store that queues
+    /// appends in order ([`EventLog::queues_appends_in_order`]) has queued
+    /// this one before the writer issues the next.
+    async fn issue(
+        log: &Arc<dyn EventLog>,
+        run_id: &RunId,
+        seq: Seq,
+        guard: &mut CompletionGuard,
+        received: &mut Vec<Command>,
+    ) -> InFlight {
+        let mut batch = Vec::with_capacity(received.len());
+        let mut flushes = Vec::new();
+        let mut places: Option<OwnedSemaphorePermit> = None;
+        for command in received.drain(..) {
+            let kind = match command {
+                Command::Emit(kind) => kind,
+                Command::Emitted(kind, place) => {
+                    match &mut places {
+                        Some(places) => places.merge(place),
+                        None => places = Some(place),
+                    }
+                    kind
+                }
+                Command::Flush(ack) => {
+                    flushes.push(ack);
+                    continue;
+                }
+            };
+            // Refused only after the terminal event; such stragglers are dropped.
+            if guard.admit(&kind).is_ok() {
+                batch.push(RunEvent {
+                    run_id: run_id.clone(),
+                    seq: seq + batch.len() as Seq,
+                    ts: now_ms(),
+                    kind,
+                });
+            }
+        }
+        let events: Batch = batch.into();
+        let store = Arc::clone(log);
+        let appended = events.clone();
+        let mut answer: Answer = Box::pin(async move { store.append(appended).await });
+        if let Poll::Ready(result) =
+            std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx))).await
+        {
+            answer = Box::pin(std::future::ready(result));
+        }
+        InFlight {
+            events,
+            answer,
+            flushes,
+            places,
         }
     }
 
@@ -159,44 +203,13 @@ pub(crate) async fn write_run(
             && (in_flight.is_empty() || received.len() >= limit || !open)
         {
             limit = (limit * GROWTH).min(MAX_BATCH);
-            let mut batch = Vec::with_capacity(received.len());
-            let mut flushes = Vec::new();
-            let mut places: Option<OwnedSemaphorePermit> = None;
-            for command in received.drain(..) {
-                let kind = match command {
-                    Command::Emit(kind) => kind,
-                    Command::Emitted(kind, place) => {
-                        match &mut places {
-                            Some(places) => places.merge(place),
-                            None => places = Some(place),
-                        }
-                        kind
-                    }
-                    Command::Flush(ack) => {
-                        flushes.push(ack);
-                        continue;
-                    }
-                };
-                // Refused only after the terminal event; such stragglers are dropped.
-                if guard.admit(&kind).is_ok() {
-                    batch.push(RunEvent {
-                        run_id: run_id.clone(),
-                        seq: issued_seq + batch.len() as Seq,
-                        ts: now_ms(),
-                        kind,
-                    });
-                }
-            }
-            issued_seq += batch.len() as Seq;
-            ended = batch.last().is_some_and(|event| event.kind.is_terminal());
-            let events: Batch = batch.into();
-            let answer = InFlight::issue(&log, events.clone()).await;
-            in_flight.push_back(InFlight {
-                events,
-                answer,
-                flushes,
-                places,
-            });
+            let batch = InFlight::issue(&log, &run_id, issued_seq, &mut guard, &mut received).await;
+            issued_seq += batch.events.len() as Seq;
+            ended = batch
+                .events
+                .last()
+                .is_some_and(|event| event.kind.is_terminal());
+            in_flight.push_back(batch);
             continue;
         }
         let wanted = limit.saturating_sub(received.len());
