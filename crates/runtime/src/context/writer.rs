@@ -232,21 +232,19 @@ pub(crate) async fn write_run(
                 let result = match result {
                     // Those issued after it were refused (they do not follow
                     // the stored log) or failed with it; once they have been
-                    // answered, all are appended again, one at a time.
+                    // answered, all are appended again, one at a time. If it
+                    // fails for good, the run fails, and they are settled
+                    // with its error below.
                     Err(LogError::Storage { .. }) => {
                         for later in &mut in_flight {
                             let _ = (&mut later.answer).await;
                         }
                         let retried = append_patiently(&*log, oldest.events.clone()).await;
-                        for later in &mut in_flight {
-                            let events = later.events.clone();
-                            later.answer = Box::pin(std::future::ready(match &retried {
-                                Ok(()) => append_patiently(&*log, events).await,
-                                Err(error) => Err(LogError::Storage {
-                                    doing: "appending events",
-                                    message: error.to_string(),
-                                }),
-                            }));
+                        if retried.is_ok() {
+                            for later in &mut in_flight {
+                                let result = append_patiently(&*log, later.events.clone()).await;
+                                later.answer = Box::pin(std::future::ready(result));
+                            }
                         }
                         retried
                     }
