@@ -12,9 +12,13 @@ What the process itself sees goes to the file named by $WRAP_LOG, one JSON line 
 reached this process and which process to kill.
 
     python sdk_server.py            # stdio
+    python sdk_server.py http PORT  # Streamable HTTP (sessions) at http://127.0.0.1:PORT/mcp/
 """
 
 from __future__ import annotations
+
+import sys
+from contextlib import asynccontextmanager
 
 import anyio
 import mcp.types as types
@@ -113,5 +117,29 @@ async def main() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+async def main_http(port: int) -> None:
+    """The SDK's Streamable HTTP session manager: a session per client, and what the server
+    says outside a request (add_tool's list_changed) on the session's GET stream."""
+    import uvicorn
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    manager = StreamableHTTPSessionManager(app=server)
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        async with manager.run():
+            yield
+
+    app = Starlette(routes=[Mount("/mcp", app=manager.handle_request)], lifespan=lifespan)
+    record("listening", transport="http", port=port, server="sdk")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    if sys.argv[1:2] == ["http"]:
+        anyio.run(main_http, int(sys.argv[2]))
+    else:
+        anyio.run(main)

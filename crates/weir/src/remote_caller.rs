@@ -331,8 +331,9 @@ impl ClientCaller {
     }
 
     /// The count of `notifications/tools/list_changed` from `server`'s open
-    /// connection (`None`: none open, or over HTTP). A connection made
-    /// again has a count of its own.
+    /// connection (`None`: none open, or a 2026-07-28 HTTP server, which
+    /// has no stream for it). A connection made again has a count of its
+    /// own.
     pub(crate) async fn tools_changed(
         &self,
         server: &str,

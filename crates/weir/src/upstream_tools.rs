@@ -140,8 +140,9 @@ pub(crate) type Keep = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
 /// registry, and weir's clients are told (`notifications/tools/list_changed`).
 /// A run of a tool that has gone goes on (the upstream decides what
 /// becomes of the call); a call of it from then on is one of a tool that
-/// does not exist. Runs until weir ends. A stdio upstream only: weir-client
-/// opens no stream for what an HTTP server says unasked.
+/// does not exist. Runs until weir ends. A stdio upstream, or an HTTP one
+/// in a 2025-11-25 session (weir-client listens on its session's stream
+/// once asked for the count).
 pub(crate) fn follow_changes(
     following: Arc<Following>,
     upstream: String,

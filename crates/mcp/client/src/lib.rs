@@ -161,8 +161,9 @@ impl Client {
 
     /// A count that goes up at each `notifications/tools/list_changed` the
     /// server sends (wait on it with `changed()`), for a client that keeps
-    /// the list; `None` over HTTP, where this client opens no stream for
-    /// what the server sends unasked.
+    /// the list. Over HTTP the first call opens the session's stream for
+    /// what the server sends unasked; `None` for a 2026-07-28 server, which
+    /// has none.
     pub fn tools_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.server.connection.tools_changed()
     }

@@ -1143,6 +1143,67 @@ fn an_upstreams_tools_list_changed_is_followed_and_forwarded() {
     assert_eq!(note["result"]["contents"][0]["text"], "note 4", "{note}");
 }
 
+/// An HTTP upstream in a 2025-11-25 session says its tools changed outside
+/// any request, on the session's own stream (the Python SDK server of
+/// tests/wrap in its Streamable HTTP mode sends `add_tool`'s
+/// `notifications/tools/list_changed` there): weir lists them again, serves
+/// the new tool and tells its own client.
+#[test]
+fn an_http_upstreams_tools_list_changed_on_its_session_stream_is_followed() {
+    let command = sdk_server();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut upstream = Command::new(&command[0])
+        .args([&command[1], "http", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "the SDK server never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let upstream_url = format!("sdk=http://127.0.0.1:{port}/mcp/");
+    let mut served = Peer::start(
+        WEIR,
+        &[
+            "serve",
+            "--stdio",
+            "--memory",
+            "--no-exec",
+            "--upstream",
+            &upstream_url,
+        ],
+    );
+    assert!(!tool_names(&mut served).contains(&"sdk__echo_1".to_owned()));
+    // weir looks for an upstream's open connection once a second and
+    // listens on its session's stream from then on; a change said before
+    // that is one no stream was open for.
+    std::thread::sleep(Duration::from_secs(2));
+    let answer = call_until_list_changed(&mut served, "sdk__add_tool");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "added echo_1",
+        "{answer}"
+    );
+    let names = tool_names(&mut served);
+    assert!(names.contains(&"sdk__echo_1".to_owned()), "{names:?}");
+    let answer = served.request(
+        "tools/call",
+        json!({"name": "sdk__echo_1", "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "echo_1: hi",
+        "{answer}"
+    );
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+}
+
 /// A 2025-11-25 request over HTTP/1.0 to weir at `addr` in `session` (or
 /// none): the response's head and its JSON-RPC answer.
 fn session_request(

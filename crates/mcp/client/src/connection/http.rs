@@ -5,16 +5,19 @@
 //! `Last-Event-ID` (waiting as long as the server's `retry:` asks, backing
 //! off on failures) until the response arrives. In 2026-07-28 there is no
 //! resume: the server cancels a call whose stream closes, which is also how
-//! this client cancels one (it drops the stream).
+//! this client cancels one (it drops the stream). What a server says unasked
+//! comes on the session's own stream (`listen.rs`).
 
-use std::sync::{Arc, Mutex};
+mod listen;
+
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use base64::Engine as _;
 use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use weir_mcp_wire::revision::meta_key;
 
@@ -75,6 +78,9 @@ impl Drop for AbortOnDrop {
 /// A Streamable HTTP endpoint.
 pub(crate) struct HttpConnection {
     inner: Arc<Inner>,
+    /// Reads the session's own stream once someone asks what it says
+    /// ([`HttpConnection::tools_changed`]); ends with the connection.
+    listener: Mutex<Option<AbortOnDrop>>,
 }
 
 struct Inner {
@@ -84,6 +90,9 @@ struct Inner {
     /// Sent with every request (`ClientOptions::headers`).
     headers: Vec<(HeaderName, HeaderValue)>,
     state: Mutex<State>,
+    /// Counts the server's `notifications/tools/list_changed`, whichever
+    /// stream they come on.
+    tools_changed: watch::Sender<u64>,
 }
 
 #[derive(Clone, Default)]
@@ -131,7 +140,9 @@ impl HttpConnection {
                 token,
                 headers: parsed,
                 state: Mutex::default(),
+                tools_changed: watch::Sender::new(0),
             }),
+            listener: Mutex::default(),
         })
     }
 
@@ -190,6 +201,22 @@ impl HttpConnection {
 
     pub(crate) async fn notify(&self, message: Value) -> Result<(), ClientError> {
         self.inner.post(&message).await.map(drop)
+    }
+
+    /// Counts the server's `notifications/tools/list_changed`: those on a
+    /// request's stream, and those it sends unasked on the session's own
+    /// stream, opened here at the first look. `None` in 2026-07-28, where
+    /// a server has no stream for what it says unasked.
+    pub(crate) fn tools_changed(&self) -> Option<watch::Receiver<u64>> {
+        if self.inner.state().stateless {
+            return None;
+        }
+        let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
+        if listener.is_none() {
+            let listening = tokio::spawn(listen::listen(self.inner.clone()));
+            *listener = Some(AbortOnDrop(listening));
+        }
+        Some(self.inner.tools_changed.subscribe())
     }
 
     /// Ends the session (2025-11-25); servers may refuse, which is fine.
@@ -308,6 +335,16 @@ impl Inner {
             .await
             .map_err(|error| self.unreachable(&error))?;
         check_status(&self.url, response).await
+    }
+
+    /// Notes what a message tells the connection itself: a changed tool
+    /// list.
+    fn note(&self, message: &Message) {
+        if let Message::Notification { method, .. } = message
+            && method == "notifications/tools/list_changed"
+        {
+            self.tools_changed.send_modify(|count| *count += 1);
+        }
     }
 
     fn unreachable(&self, error: &reqwest::Error) -> ClientError {
@@ -436,6 +473,7 @@ async fn read_stream(
                             });
                         }
                         Some(Parsed::Message(message)) => {
+                            inner.note(&message);
                             let done = matches!(&message, Message::Response { id, .. } if *id == request_id);
                             if exchange.send(Ok(message).into()).await.is_err() || done {
                                 return;

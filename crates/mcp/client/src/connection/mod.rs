@@ -88,12 +88,12 @@ impl Connection {
         matches!(self, Connection::Stdio(_))
     }
 
-    /// Counts the server's `notifications/tools/list_changed`: stdio only
-    /// (over HTTP they come on a stream this client does not open).
+    /// Counts the server's `notifications/tools/list_changed` (over HTTP
+    /// in a 2025-11-25 session only).
     pub(crate) fn tools_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         match self {
             Connection::Stdio(stdio) => Some(stdio.tools_changed()),
-            Connection::Http(_) => None,
+            Connection::Http(http) => http.tools_changed(),
         }
     }
 
