@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::wrap_upstreams::{await_listening, free_port};
+
 const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 
 /// The reference server's entry point (run with `node ENTRY stdio`).
@@ -1064,6 +1066,28 @@ fn call_until_list_changed(peer: &mut Peer, tool: &str) -> Value {
     }
 }
 
+/// Calls the SDK server's `add_tool` through weir (its tools named with
+/// `prefix`) until weir says its list changed, then finds the new tool
+/// `echo_1` listed and calls it as a run of weir's, like the others.
+fn adds_a_tool_and_calls_it(peer: &mut Peer, prefix: &str) {
+    let answer = call_until_list_changed(peer, &format!("{prefix}add_tool"));
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "added echo_1",
+        "{answer}"
+    );
+    let names = tool_names(peer);
+    assert!(names.contains(&format!("{prefix}echo_1")), "{names:?}");
+    assert!(names.contains(&"runs_wait".to_owned()), "{names:?}");
+    let answer = peer.request(
+        "tools/call",
+        json!({"name": format!("{prefix}echo_1"), "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "echo_1: hi",
+        "{answer}"
+    );
+}
+
 #[test]
 fn an_upstreams_tools_list_changed_is_followed_and_forwarded() {
     let command = sdk_server();
@@ -1082,23 +1106,7 @@ fn an_upstreams_tools_list_changed_is_followed_and_forwarded() {
         "{init}"
     );
     assert!(!tool_names(&mut wrapped).contains(&"echo_1".to_owned()));
-    let answer = call_until_list_changed(&mut wrapped, "add_tool");
-    assert_eq!(
-        answer["result"]["content"][0]["text"], "added echo_1",
-        "{answer}"
-    );
-    let names = tool_names(&mut wrapped);
-    assert!(names.contains(&"echo_1".to_owned()), "{names:?}");
-    assert!(names.contains(&"runs_wait".to_owned()), "{names:?}");
-    // The new tool is called as a run of weir's, like the others.
-    let answer = wrapped.request(
-        "tools/call",
-        json!({"name": "echo_1", "arguments": {"text": "hi"}}),
-    );
-    assert_eq!(
-        answer["result"]["content"][0]["text"], "echo_1: hi",
-        "{answer}"
-    );
+    adds_a_tool_and_calls_it(&mut wrapped, "");
     let runs = wrapped.runs_tool("runs_list", json!({"tool": "echo_1"}));
     assert_eq!(
         runs["structuredContent"]["runs"][0]["state"], "completed",
@@ -1151,11 +1159,7 @@ fn an_upstreams_tools_list_changed_is_followed_and_forwarded() {
 #[test]
 fn an_http_upstreams_tools_list_changed_on_its_session_stream_is_followed() {
     let command = sdk_server();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut upstream = Command::new(&command[0])
         .args([&command[1], "http", &port.to_string()])
         .stdin(Stdio::null())
@@ -1163,11 +1167,7 @@ fn an_http_upstreams_tools_list_changed_on_its_session_stream_is_followed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let until = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "the SDK server never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    await_listening(port, "the SDK server");
     let upstream_url = format!("sdk=http://127.0.0.1:{port}/mcp/");
     let mut served = Peer::start(
         WEIR,
@@ -1185,21 +1185,7 @@ fn an_http_upstreams_tools_list_changed_on_its_session_stream_is_followed() {
     // listens on its session's stream from then on; a change said before
     // that is one no stream was open for.
     std::thread::sleep(Duration::from_secs(2));
-    let answer = call_until_list_changed(&mut served, "sdk__add_tool");
-    assert_eq!(
-        answer["result"]["content"][0]["text"], "added echo_1",
-        "{answer}"
-    );
-    let names = tool_names(&mut served);
-    assert!(names.contains(&"sdk__echo_1".to_owned()), "{names:?}");
-    let answer = served.request(
-        "tools/call",
-        json!({"name": "sdk__echo_1", "arguments": {"text": "hi"}}),
-    );
-    assert_eq!(
-        answer["result"]["content"][0]["text"], "echo_1: hi",
-        "{answer}"
-    );
+    adds_a_tool_and_calls_it(&mut served, "sdk__");
     let _ = upstream.kill();
     let _ = upstream.wait();
 }

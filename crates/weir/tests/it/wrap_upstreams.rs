@@ -33,9 +33,18 @@ fn python_for(var: &str, venv: &str) -> (PathBuf, PathBuf) {
 }
 
 /// A free port of 127.0.0.1 (free when asked; the server binds it next).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
+}
+
+/// Waits (up to 30 s) until `server` listens on `port` of 127.0.0.1.
+pub(crate) fn await_listening(port: u16, server: &str) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "{server} never listened on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The FastMCP server of tests/wrap, serving Streamable HTTP on `port`,
@@ -56,11 +65,7 @@ impl FastMcpHttp {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let until = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < until, "FastMCP never listened on {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        await_listening(port, "FastMCP");
         FastMcpHttp { child }
     }
 

@@ -337,6 +337,15 @@ impl Inner {
         check_status(&self.url, response).await
     }
 
+    /// Answers what the server asks on a stream, in a task of its own (the
+    /// stream goes on meanwhile).
+    fn answer(self: &Arc<Self>, id: Value, method: String) {
+        let inner = self.clone();
+        tokio::spawn(async move {
+            let _ = inner.post(&answer_server_request(&id, &method)).await;
+        });
+    }
+
     /// Notes what a message tells the connection itself: a changed tool
     /// list.
     fn note(&self, message: &Message) {
@@ -466,12 +475,7 @@ async fn read_stream(
                 for event in events {
                     // Data that is not JSON-RPC (a priming event) is skipped.
                     match parse(event.data.as_bytes()) {
-                        Some(Parsed::Request { id, method }) => {
-                            let inner = inner.clone();
-                            tokio::spawn(async move {
-                                let _ = inner.post(&answer_server_request(&id, &method)).await;
-                            });
-                        }
+                        Some(Parsed::Request { id, method }) => inner.answer(id, method),
                         Some(Parsed::Message(message)) => {
                             inner.note(&message);
                             let done = matches!(&message, Message::Response { id, .. } if *id == request_id);

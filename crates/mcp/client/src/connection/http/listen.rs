@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use reqwest::header::ACCEPT;
 
 use super::{Inner, content_type};
-use crate::connection::exchange::{Parsed, answer_server_request, parse};
+use crate::connection::exchange::{Parsed, parse};
 use crate::error::ClientError;
 use crate::retry::backoff;
 use crate::sse;
@@ -73,12 +73,7 @@ async fn read(inner: &Arc<Inner>, response: reqwest::Response) {
         };
         for event in events {
             match parse(event.data.as_bytes()) {
-                Some(Parsed::Request { id, method }) => {
-                    let inner = inner.clone();
-                    tokio::spawn(async move {
-                        let _ = inner.post(&answer_server_request(&id, &method)).await;
-                    });
-                }
+                Some(Parsed::Request { id, method }) => inner.answer(id, method),
                 Some(Parsed::Message(message)) => inner.note(&message),
                 None => {}
             }
