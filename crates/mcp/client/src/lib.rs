@@ -161,9 +161,10 @@ impl Client {
 
     /// A count that goes up at each `notifications/tools/list_changed` the
     /// server sends (wait on it with `changed()`), for a client that keeps
-    /// the list. Over HTTP the first call opens the session's stream for
-    /// what the server sends unasked; `None` for a 2026-07-28 server, which
-    /// has none.
+    /// the list. Over HTTP, asked once the connection is open and from
+    /// within a tokio runtime, the first call opens the session's stream
+    /// for what the server sends unasked; `None` for a 2026-07-28 server,
+    /// which has none.
     pub fn tools_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.server.connection.tools_changed()
     }

@@ -183,9 +183,8 @@ pub(crate) async fn follow_asking(
                 // tool emitting flat out) this loop yielded only once the
                 // client's queue was full: over stdio, one first item in
                 // four reached the writer 2-3 ms late (`bench/e2e`). Once
-                // per stream: yielding every 128 messages as well cut the
-                // writer's batches and cost 0.7-1 µs per 1 KB item over
-                // HTTP (`bench/reader`).
+                // per stream: yielding every 128 messages as well gained
+                // nothing measurable and cut the writer's batches short.
                 if !delivered_any {
                     delivered_any = true;
                     tokio::task::yield_now().await;

@@ -205,15 +205,18 @@ impl HttpConnection {
 
     /// Counts the server's `notifications/tools/list_changed`: those on a
     /// request's stream, and those it sends unasked on the session's own
-    /// stream, opened here at the first look. `None` in 2026-07-28, where
-    /// a server has no stream for what it says unasked.
+    /// stream, opened here at the first look from within a tokio runtime
+    /// (outside one, only the former). `None` in 2026-07-28, where a server
+    /// has no stream for what it says unasked.
     pub(crate) fn tools_changed(&self) -> Option<watch::Receiver<u64>> {
         if self.inner.state().stateless {
             return None;
         }
         let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
-        if listener.is_none() {
-            let listening = tokio::spawn(listen::listen(self.inner.clone()));
+        if listener.is_none()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let listening = runtime.spawn(listen::listen(self.inner.clone()));
             *listener = Some(AbortOnDrop(listening));
         }
         Some(self.inner.tools_changed.subscribe())
