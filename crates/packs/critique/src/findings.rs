@@ -112,7 +112,21 @@ pub(crate) fn extract(text: &str) -> Vec<Finding> {
             break;
         }
     }
-    reader.finish()
+    let mut findings = reader.finish();
+    // Locations are read with the markup taken out, which can join two
+    // tokens: `a`.b would name a file `a.b` that the text does not. A file
+    // is kept only as the text names it.
+    for finding in &mut findings {
+        if finding
+            .file
+            .as_deref()
+            .is_some_and(|file| !text.contains(file))
+        {
+            finding.file = None;
+            finding.line = None;
+        }
+    }
+    findings
 }
 
 /// A finding being read, and how it continues.
@@ -717,6 +731,17 @@ mod tests {
         check(
             "This codebase is fine.\nHigh quality, low coupling. See https://example.invalid/a.rs:3.\n",
             &[],
+        );
+    }
+
+    #[test]
+    fn a_file_is_named_only_as_the_text_names_it() {
+        let joined = extract("- P0: `Config`.load panics\n");
+        assert_eq!((joined[0].file.as_deref(), joined[0].line), (None, None));
+        let quoted = extract("- P0: panics in `src/a.rs`:12\n");
+        assert_eq!(
+            (quoted[0].file.as_deref(), quoted[0].line),
+            (Some("src/a.rs"), Some(12))
         );
     }
 
