@@ -3,6 +3,7 @@
 //! [`writer`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -14,7 +15,7 @@ use crate::input::{AskError, InputKind, InputRequest, InputSlot};
 use crate::log::{EventLog, LogError};
 
 mod writer;
-pub(crate) use writer::{Command, Inlet, write_run};
+pub(crate) use writer::{Command, Inlet, Registration, write_run};
 
 /// Unix milliseconds now: the one wall clock of the runtime and the layers
 /// above it (weir-core takes time as an argument).
@@ -75,6 +76,10 @@ struct Shared {
     /// The node's places for events emitted and not yet stored, shared by
     /// every run; `None` for a context made outside a scheduler.
     backlog: Option<Arc<Semaphore>>,
+    /// Whether the log is known to have the run: a run the scheduler
+    /// starts at once is registered with its first events, after its tool
+    /// has begun (see `Scheduler::submit`).
+    in_log: AtomicBool,
 }
 
 impl RunContext {
@@ -100,6 +105,7 @@ impl RunContext {
                 began: tokio::time::Instant::now(),
                 children,
                 backlog,
+                in_log: AtomicBool::new(false),
             }),
         }
     }
@@ -114,6 +120,12 @@ impl RunContext {
     /// the credential its caller presented; a child run's parent's);
     /// `None` without credentials, or when the log cannot say.
     pub async fn owner(&self) -> Option<String> {
+        // A run the scheduler executes knows its caller, and no store read
+        // is needed: its tool may start before the log has the run (see
+        // `Scheduler::submit`).
+        if let Some(lineage) = &self.shared.children {
+            return lineage.owner();
+        }
         let run = self.shared.log.get_run(&self.shared.run_id).await;
         run.ok().flatten()?.owner
     }
@@ -256,6 +268,12 @@ impl RunContext {
         mime: &str,
         data: Vec<u8>,
     ) -> Result<ArtifactRef, EmitError> {
+        // An artifact belongs to a run the log has: the first waits until
+        // the run's first events are stored, which registers it.
+        if !self.shared.in_log.load(Ordering::Acquire) {
+            self.flush().await?;
+            self.shared.in_log.store(true, Ordering::Release);
+        }
         let artifact = self
             .shared
             .log
@@ -456,6 +474,7 @@ mod tests {
             0,
             receiver,
             CancellationToken::new(),
+            None,
         ))
     }
 

@@ -91,4 +91,8 @@ pub(crate) trait Spawn: Send + Sync {
     /// Whether the run's caller was granted `entry`: a tool's name, or a
     /// grant that is no tool ([`upstream_grant`](crate::upstream_grant)).
     fn grants(&self, entry: &str) -> bool;
+
+    /// Who started the run: the name of its caller's credential (a child
+    /// run's parent's); `None` without credentials.
+    fn owner(&self) -> Option<String>;
 }

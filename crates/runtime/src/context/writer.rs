@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use weir_core::{CompletionGuard, EventKind, RunEvent, RunId, Seq};
 
 use crate::context::now_ms;
-use crate::log::{Batch, EventLog, LogError};
+use crate::log::{Batch, EventLog, LogError, NewRun};
 
 /// Most events the writer appends in one batch.
 const MAX_BATCH: usize = 512;
@@ -52,6 +52,13 @@ pub(crate) enum Command {
 pub(crate) struct Inlet {
     pub(crate) commands: mpsc::Sender<Command>,
     pub(crate) backlog: Option<Arc<Semaphore>>,
+}
+
+/// A run its writer registers with its first batch
+/// ([`EventLog::start_run`]), and who waits to hear whether that worked.
+pub(crate) struct Registration {
+    pub(crate) run: NewRun,
+    pub(crate) told: oneshot::Sender<Result<(), LogError>>,
 }
 
 /// Appends a batch, retrying a failing store a few times before giving up.
@@ -92,6 +99,7 @@ impl InFlight {
         seq: Seq,
         guard: &mut CompletionGuard,
         received: &mut Vec<Command>,
+        starting: Option<NewRun>,
     ) -> InFlight {
         let mut batch = Vec::with_capacity(received.len());
         let mut flushes = Vec::new();
@@ -124,7 +132,12 @@ impl InFlight {
         let events: Batch = batch.into();
         let store = Arc::clone(log);
         let appended = events.clone();
-        let mut answer: Answer = Box::pin(async move { store.append(appended).await });
+        let mut answer: Answer = Box::pin(async move {
+            match starting {
+                Some(run) => store.start_run(run, appended).await,
+                None => store.append(appended).await,
+            }
+        });
         if let Poll::Ready(result) =
             std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx))).await
         {
@@ -174,14 +187,27 @@ enum Step {
 /// waiting for this task to be woken, told and scheduled between them; a
 /// batch's flushes are answered, and its places given back, only when it
 /// and every batch before it are stored.
+///
+/// With a [`Registration`], the first batch registers the run too. The next
+/// may be issued behind it as behind any other: if the registration is
+/// refused, the run does not exist, and an append of a later seq to an
+/// unknown run is refused too. (The scheduler registers so only runs under
+/// ids it has just made, which no run has: see `Scheduler::submit`.) Then
+/// nothing of the run is stored and there is no run to end: the tool is
+/// stopped, and the one waiting hears why.
 pub(crate) async fn write_run(
     log: Arc<dyn EventLog>,
     run_id: RunId,
     next_seq: Seq,
     mut commands: mpsc::Receiver<Command>,
     cancel: CancellationToken,
+    registration: Option<Registration>,
 ) -> Option<RunEvent> {
     let depth = if log.queues_appends_in_order() { 2 } else { 1 };
+    let (mut starting, mut told) = match registration {
+        Some(Registration { run, told }) => (Some(run), Some(told)),
+        None => (None, None),
+    };
     let mut guard = CompletionGuard::new();
     let mut received = Vec::with_capacity(MAX_BATCH);
     let mut limit = FIRST_BATCH;
@@ -203,7 +229,15 @@ pub(crate) async fn write_run(
             && (in_flight.is_empty() || received.len() >= limit || !open)
         {
             limit = (limit * GROWTH).min(MAX_BATCH);
-            let batch = InFlight::issue(&log, &run_id, issued_seq, &mut guard, &mut received).await;
+            let batch = InFlight::issue(
+                &log,
+                &run_id,
+                issued_seq,
+                &mut guard,
+                &mut received,
+                starting.take(),
+            )
+            .await;
             issued_seq += batch.events.len() as Seq;
             ended = batch
                 .events
@@ -229,6 +263,20 @@ pub(crate) async fn write_run(
             Step::Received(taken) => open = taken > 0,
             Step::Answered(result) => {
                 let oldest = in_flight.pop_front().expect("answered batch is in flight");
+                let result = match (told.take(), result) {
+                    (Some(told), Ok(())) => {
+                        let _ = told.send(Ok(()));
+                        Ok(())
+                    }
+                    (Some(told), Err(error)) => {
+                        oldest.settle(Some(&error.to_string()));
+                        cancel.cancel();
+                        commands.close();
+                        let _ = told.send(Err(error));
+                        return None;
+                    }
+                    (None, result) => result,
+                };
                 let result = match result {
                     // Those issued after it were refused (they do not follow
                     // the stored log) or failed with it; once they have been
@@ -344,6 +392,8 @@ mod tests {
     use weir_core::{ArtifactRef, EventKind, RunEvent, RunId, Seq, Warning};
 
     use crate::context::tests::{spawn_writer, started_run, started_run_in};
+    use tokio_util::sync::CancellationToken;
+
     use crate::log::{
         Batch, EventLog, LiveHub, LogError, MemoryLog, NewRun, RunFilter, RunSummary, Subscription,
     };
@@ -540,6 +590,103 @@ mod tests {
         assert_eq!(terminal.seq, 201);
         assert_eq!(stored(&log, &run_id).await, expected(200));
         assert_eq!(log.most_pending.load(Ordering::SeqCst), 2);
+    }
+
+    /// A registration for run `run_id` owned by alice, and where its answer goes.
+    fn registration(
+        run_id: &RunId,
+    ) -> (
+        super::Registration,
+        tokio::sync::oneshot::Receiver<Result<(), LogError>>,
+    ) {
+        let (told, answer) = tokio::sync::oneshot::channel();
+        let run = NewRun {
+            run_id: run_id.clone(),
+            tool: "t".into(),
+            arguments: serde_json::Value::Null,
+            node: "n".into(),
+            ts: 1,
+            owner: Some("alice".into()),
+            client: None,
+            parent: None,
+            resume_record: None,
+        };
+        (super::Registration { run, told }, answer)
+    }
+
+    /// The first batch registers the run, the next is issued behind it, and
+    /// the one waiting hears that the run is registered once the first is
+    /// stored, not before.
+    #[tokio::test]
+    async fn a_run_is_registered_by_its_first_batch_and_told_once_it_is_stored() {
+        let log = Queued::new(None);
+        let (_, run_id, ctx, receiver) =
+            started_run_in(log.clone(), "registered", 1024, None).await;
+        for index in 0..200 {
+            let message = format!("item {index}");
+            ctx.emit(Warning { message }).await.unwrap();
+        }
+        drop(ctx);
+        let (registration, mut answer) = registration(&run_id);
+        let as_log: Arc<dyn EventLog> = log.clone();
+        let writer = tokio::spawn(super::write_run(
+            as_log,
+            run_id.clone(),
+            0,
+            receiver,
+            CancellationToken::new(),
+            Some(registration),
+        ));
+        log.until_issued(2, 2).await;
+        assert!(answer.try_recv().is_err(), "told before it was stored");
+        log.answers.add_permits(1);
+        answer.await.unwrap().unwrap();
+        log.answers.add_permits(1_000);
+        let terminal = writer.await.unwrap().expect("the run is closed");
+        assert_eq!(terminal.seq, 201);
+        assert_eq!(stored(&log, &run_id).await, expected(200));
+        let summary = log.get_run(&run_id).await.unwrap().unwrap();
+        assert_eq!(summary.owner.as_deref(), Some("alice"));
+        assert_eq!(log.most_pending.load(Ordering::SeqCst), 2);
+    }
+
+    /// The store refuses the batch that registers a run: the one waiting
+    /// hears why, the tool is stopped (its context sends no more), and no
+    /// event is stored (there is no run to end).
+    #[tokio::test]
+    async fn a_refused_registration_stops_the_tool_and_stores_no_event() {
+        let log = Queued::new(Some(0));
+        let (_, run_id, ctx, receiver) = started_run_in(log.clone(), "refused", 1024, None).await;
+        for index in 0..20 {
+            let message = format!("item {index}");
+            ctx.emit(Warning { message }).await.unwrap();
+        }
+        let (registration, answer) = registration(&run_id);
+        let cancel = CancellationToken::new();
+        let as_log: Arc<dyn EventLog> = log.clone();
+        let writer = tokio::spawn(super::write_run(
+            as_log,
+            run_id.clone(),
+            0,
+            receiver,
+            cancel.clone(),
+            Some(registration),
+        ));
+        // The next batch is in flight behind the refused one.
+        log.until_issued(2, 2).await;
+        log.answers.add_permits(1_000);
+        let refused = answer.await.unwrap();
+        assert!(
+            matches!(refused, Err(LogError::Storage { .. })),
+            "{refused:?}"
+        );
+        assert!(writer.await.unwrap().is_none(), "no terminal event");
+        assert!(cancel.is_cancelled(), "the tool is stopped");
+        let more = ctx.emit(Warning {
+            message: "item 20".into(),
+        });
+        assert!(more.await.is_err(), "the writer takes no more");
+        assert_eq!(stored(&log, &run_id).await, Vec::new());
     }
 
     /// A batch whose append fails for storage while the next is in flight:

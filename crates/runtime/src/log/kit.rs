@@ -58,6 +58,21 @@ pub fn run_started_by(events: &[RunEvent]) -> Result<NewRun, LogError> {
     })
 }
 
+/// Checks that `events` may begin `run` ([`EventLog::start_run`]): they
+/// are its events, and the first is `started` at seq 0.
+///
+/// [`EventLog::start_run`]: super::EventLog::start_run
+pub fn check_start(run: &NewRun, events: &[RunEvent]) -> Result<(), LogError> {
+    let starts = events.first().is_some_and(|first| {
+        first.run_id == run.run_id && first.seq == 0 && matches!(first.kind, EventKind::Started(_))
+    });
+    if starts {
+        Ok(())
+    } else {
+        Err(LogError::NotStarted(run.run_id.clone()))
+    }
+}
+
 /// Clamps a byte range to a length of `len`.
 pub fn clamp_range(range: Range<u64>, len: u64) -> Range<usize> {
     let start = range.start.min(len) as usize;

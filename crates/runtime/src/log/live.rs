@@ -220,6 +220,21 @@ impl LiveHub {
         }
     }
 
+    /// Takes back [`LiveHub::expect`] for a run that was never stored (the
+    /// store refused to register it), so its tail does not stay for good.
+    pub fn forget(&self, run_id: &RunId) {
+        let mut runs = self.runs();
+        let Some(tail) = runs.get(run_id).cloned() else {
+            return;
+        };
+        let mut state = tail.lock();
+        state.start = None;
+        state.local = false;
+        if state.listeners.is_empty() {
+            runs.remove(run_id);
+        }
+    }
+
     /// Registers a listener of `run_id` taking events from seq `from` on.
     /// Register *before* reading the store: whatever is stored after the
     /// read is then in the tail (or the tail begins past it, see

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use weir_core::{ArtifactRef, LogTail, RunEvent, RunId, Seq};
 
-use super::kit::{append_target, check_artifact_name, clamp_range, run_started_by, sha256_hex};
+use super::kit::{
+    append_target, check_artifact_name, check_start, clamp_range, run_started_by, sha256_hex,
+};
 use super::{Batch, EventLog, LiveHub, LogError, NewRun, RunFilter, RunSummary, Subscription};
 
 /// Keeps every run in memory. Holds the appended batches themselves (the
@@ -55,6 +57,52 @@ impl MemoryLog {
     fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, MemoryRun>> {
         self.inner.runs.lock().expect("memory log lock")
     }
+
+    /// Appends `events`, first registering `starting` (or, for an unknown
+    /// run, the run its `started` event describes); nothing changes if any
+    /// of it is refused.
+    fn append_or_start(&self, starting: Option<NewRun>, events: Batch) -> Result<(), LogError> {
+        let Some(run_id) = append_target(&events).cloned() else {
+            return Ok(());
+        };
+        let mut runs = self.runs();
+        let new = match (runs.contains_key(&run_id), starting) {
+            (true, Some(run)) => return Err(LogError::RunExists(run.run_id)),
+            (true, None) => None,
+            (false, Some(run)) => {
+                check_start(&run, &events)?;
+                Some(new_run(run))
+            }
+            (false, None) => Some(new_run(run_started_by(&events)?)),
+        };
+        let before = new
+            .as_ref()
+            .or_else(|| runs.get(&run_id))
+            .expect("known or new")
+            .summary
+            .tail();
+        let tail = before
+            .advance(&run_id, &events)
+            .map_err(|violation| LogError::Invalid {
+                run_id: run_id.clone(),
+                violation,
+            })?;
+        let run = match new {
+            Some(new) => runs.entry(run_id).or_insert(new),
+            None => runs.get_mut(&run_id).expect("known"),
+        };
+        let ts = events.last().expect("not empty").ts;
+        run.summary.events = tail.next_seq;
+        run.summary.state = tail.state;
+        run.summary.updated_ts = ts;
+        if tail.state.is_terminal() {
+            run.summary.finished_ts = Some(ts);
+        }
+        run.batches.push(events.clone());
+        // Under the lock, so batches of one run are published in order.
+        self.inner.hub.publish(events);
+        Ok(())
+    }
 }
 
 impl Default for MemoryLog {
@@ -97,33 +145,11 @@ impl EventLog for MemoryLog {
     }
 
     async fn append(&self, events: Batch) -> Result<(), LogError> {
-        let Some(run_id) = append_target(&events).cloned() else {
-            return Ok(());
-        };
-        let mut runs = self.runs();
-        if !runs.contains_key(&run_id) {
-            runs.insert(run_id.clone(), new_run(run_started_by(&events)?));
-        }
-        let run = runs.get_mut(&run_id).expect("inserted above");
-        let tail = run
-            .summary
-            .tail()
-            .advance(&run_id, &events)
-            .map_err(|violation| LogError::Invalid {
-                run_id: run_id.clone(),
-                violation,
-            })?;
-        let ts = events.last().expect("not empty").ts;
-        run.summary.events = tail.next_seq;
-        run.summary.state = tail.state;
-        run.summary.updated_ts = ts;
-        if tail.state.is_terminal() {
-            run.summary.finished_ts = Some(ts);
-        }
-        run.batches.push(events.clone());
-        // Under the lock, so batches of one run are published in order.
-        self.inner.hub.publish(events);
-        Ok(())
+        self.append_or_start(None, events)
+    }
+
+    async fn start_run(&self, run: NewRun, events: Batch) -> Result<(), LogError> {
+        self.append_or_start(Some(run), events)
     }
 
     async fn read(

@@ -216,6 +216,20 @@ pub trait EventLog: Send + Sync + 'static {
     /// allocation its live subscribers get.
     async fn append(&self, events: Batch) -> Result<(), LogError>;
 
+    /// Registers `run` and appends its first events (`started` at seq 0,
+    /// then whatever followed it), all or nothing where the store can:
+    /// a run whose tool starts at once is then stored in one write, not a
+    /// registration and an append one after the other, and its first
+    /// events reach subscribers a commit sooner. Refused like
+    /// [`EventLog::create_run`] when the run exists, and like the first
+    /// append of an unknown run when `events` do not start it
+    /// ([`kit::check_start`]). The default registers, then appends.
+    async fn start_run(&self, run: NewRun, events: Batch) -> Result<(), LogError> {
+        kit::check_start(&run, &events)?;
+        self.create_run(run).await?;
+        self.append(events).await
+    }
+
     /// Whether a run's writer may issue its next append while the last is
     /// pending: true only when `append` queues its batch before its future
     /// first waits, so appends issued one after another are applied in that

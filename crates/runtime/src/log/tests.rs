@@ -48,6 +48,10 @@ impl EventLog for Counting {
         self.inner.append(events).await
     }
 
+    async fn start_run(&self, run: NewRun, events: Batch) -> Result<(), LogError> {
+        self.inner.start_run(run, events).await
+    }
+
     async fn read(
         &self,
         run_id: &RunId,

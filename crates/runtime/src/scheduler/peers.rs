@@ -20,9 +20,9 @@ use serde_json::Value;
 use weir_core::{Canceled, EventKind, RunEvent, RunId, Started};
 
 use super::slots::{Seat, try_take_slots};
+use super::submit::new_run_id;
 use super::{Cancel, Inner, Lineage, RunHandle, RunOptions, Scheduler, SubmitError, run};
 use crate::context::now_ms;
-use crate::log::NewRun;
 
 /// The other nodes of a cluster, as the scheduler needs them.
 pub trait Peers: Send + Sync + 'static {
@@ -100,24 +100,11 @@ impl Scheduler {
                 .collect::<Vec<_>>()
                 .join(", "),
         })?;
-        let run_id = options.run_id.clone().unwrap_or_else(|| {
-            RunId::parse(&uuid::Uuid::now_v7().simple().to_string())
-                .expect("a uuid is a valid run id")
-        });
+        let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
         let stored = inner.redact_arguments(tool, &arguments);
         inner
             .log
-            .create_run(NewRun {
-                run_id: run_id.clone(),
-                tool: tool.to_owned(),
-                arguments: stored.clone(),
-                node: inner.config.node.clone(),
-                ts: now_ms(),
-                owner: options.owner.clone(),
-                client: options.client.clone(),
-                parent: None,
-                resume_record: options.resume_record.clone(),
-            })
+            .create_run(inner.new_run(&run_id, tool, &stored, &options))
             .await?;
         let cancel = Cancel::default();
         inner
@@ -193,7 +180,11 @@ impl Scheduler {
                 arguments,
                 offer.timeout,
                 lineage,
-                Some(slots),
+                run::Admission {
+                    slots: Some(slots),
+                    // The node that offered it registered it.
+                    registration: None,
+                },
             )
             .await;
             inner.active.lock().expect("active runs lock").remove(&id);

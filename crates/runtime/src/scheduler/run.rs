@@ -12,7 +12,7 @@ use weir_core::{Canceled, EventKind, Failed, FailureCode, RunError, RunEvent, St
 
 use super::slots::{Seat, Slots, take_slots};
 use super::{Cancel, Inner, Lineage, Registered};
-use crate::context::{Command, Inlet, RunContext, write_run};
+use crate::context::{Command, Inlet, Registration, RunContext, write_run};
 use crate::tool::Tool;
 
 /// Events a run may have queued for its writer before `emit` waits: the bound
@@ -35,6 +35,14 @@ pub(super) struct Arguments {
     pub(super) stored: Value,
 }
 
+/// Where a run stands as its task begins: the slots it holds (`None`: it
+/// waits for them in the queue), and, when its writer registers it with
+/// its first events, the registration (see `Scheduler::submit`).
+pub(super) struct Admission {
+    pub(super) slots: Option<Slots>,
+    pub(super) registration: Option<Registration>,
+}
+
 /// One run from queue to terminal event.
 pub(super) async fn execute(
     inner: &Arc<Inner>,
@@ -43,8 +51,12 @@ pub(super) async fn execute(
     arguments: Arguments,
     timeout: Duration,
     lineage: Lineage,
-    slots: Option<Slots>,
+    admission: Admission,
 ) -> Option<RunEvent> {
+    let Admission {
+        slots,
+        registration,
+    } = admission;
     let run_id = &lineage.run_id.clone();
     let cancel = &lineage.cancel.clone();
     let slots = match slots {
@@ -68,6 +80,7 @@ pub(super) async fn execute(
         0,
         receiver,
         cancel.token.clone(),
+        registration,
     ));
     let Arguments { given, stored } = arguments;
     let started = Started {

@@ -690,3 +690,87 @@ pub fn subscribing_to_an_unknown_run_is_an_error(stores: &impl StoreFactory) {
         assert!(subscription.next().await.is_none());
     });
 }
+
+/// `start_run` registers a run (owner, client, parent, resume record) and
+/// appends its first events at once; it is refused, changing nothing, for a
+/// run that exists (pending or started) and for events that do not start it.
+pub fn a_run_is_started_with_its_first_events(stores: &impl StoreFactory) {
+    on_one_thread(async {
+        let (log, _guard) = stores.make(16);
+        let new_run = |name: &str| NewRun {
+            run_id: run_id(name),
+            tool: "t".into(),
+            arguments: json!({ "x": 1 }),
+            node: "test".into(),
+            ts: 5,
+            owner: Some("alice".into()),
+            client: Some("probe/1".into()),
+            parent: Some(run_id("parent")),
+            resume_record: Some("record".into()),
+        };
+        let first_events = |name: &str| {
+            let started = EventKind::Started(Started {
+                tool: "t".into(),
+                arguments: json!({ "x": 1 }),
+                node: "test".into(),
+            });
+            events(
+                &run_id(name),
+                0,
+                vec![started, body_event(0, 1), body_event(1, 2)],
+            )
+        };
+        log.start_run(new_run("a"), first_events("a").into())
+            .await
+            .unwrap();
+        let summary = log.get_run(&run_id("a")).await.unwrap().unwrap();
+        assert_eq!(
+            (summary.state, summary.events, &summary.arguments),
+            (RunState::Working, 3, &json!({ "x": 1 }))
+        );
+        assert_eq!(
+            (summary.owner.as_deref(), summary.client.as_deref()),
+            (Some("alice"), Some("probe/1"))
+        );
+        assert_eq!(summary.parent, Some(run_id("parent")));
+        assert_eq!(
+            log.resume_record(&run_id("a")).await.unwrap().as_deref(),
+            Some("record")
+        );
+        assert_eq!(read_all(&*log, &run_id("a")).await, first_events("a"));
+        let mut following = log.subscribe_from(&run_id("a"), 0);
+        for expected in first_events("a") {
+            let live = following.next().await.expect("live event").unwrap();
+            assert_eq!(live.to_event(), expected);
+        }
+
+        // Taken: started or pending, the run is refused and unchanged.
+        let again = log.start_run(new_run("a"), first_events("a").into()).await;
+        assert!(matches!(again, Err(LogError::RunExists(_))), "{again:?}");
+        assert_eq!(log.get_run(&run_id("a")).await.unwrap().unwrap().events, 3);
+        log.create_run(new_run("pending")).await.unwrap();
+        let taken = log
+            .start_run(new_run("pending"), first_events("pending").into())
+            .await;
+        assert!(matches!(taken, Err(LogError::RunExists(_))), "{taken:?}");
+        let pending = log.get_run(&run_id("pending")).await.unwrap().unwrap();
+        assert_eq!((pending.state, pending.events), (RunState::Pending, 0));
+
+        // Events that do not start the run: nothing is registered.
+        let not_started = events(&run_id("b"), 0, vec![body_event(0, 1)]);
+        let late = events(&run_id("c"), 1, vec![started("t")]);
+        let elsewhere = first_events("d");
+        for (name, events) in [("b", not_started), ("c", late), ("e", elsewhere)] {
+            let refused = log.start_run(new_run(name), events.into()).await;
+            assert!(
+                matches!(refused, Err(LogError::NotStarted(_))),
+                "{name}: {refused:?}"
+            );
+            assert!(
+                log.get_run(&run_id(name)).await.unwrap().is_none(),
+                "{name}"
+            );
+        }
+        assert!(log.get_run(&run_id("d")).await.unwrap().is_none());
+    });
+}

@@ -94,6 +94,7 @@ macro_rules! store_contract_tests {
             retention_deletes_finished_runs_and_their_artifacts_only,
             a_lagging_subscriber_catches_up_from_the_store,
             subscribing_to_an_unknown_run_is_an_error,
+            a_run_is_started_with_its_first_events,
         }
         $crate::store_contract_tests! {
             @properties $stores;

@@ -73,6 +73,10 @@ impl EventLog for FollowedLog {
         self.log.append(events).await
     }
 
+    async fn start_run(&self, run: NewRun, events: Batch) -> Result<(), LogError> {
+        self.log.start_run(run, events).await
+    }
+
     fn subscribe_from(&self, run_id: &RunId, from: Seq) -> Subscription {
         self.log.subscribe_from(run_id, from)
     }

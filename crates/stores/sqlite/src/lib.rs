@@ -70,7 +70,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use weir_core::{ArtifactRef, RunEvent, RunId, Seq};
-use weir_runtime::log::kit::check_artifact_name;
+use weir_runtime::log::kit::{check_artifact_name, check_start};
 use weir_runtime::log::{
     Batch, EventLog, LiveHub, LogError, NewRun, RunFilter, RunSummary, Subscription,
 };
@@ -177,7 +177,16 @@ impl EventLog for SqliteLog {
         }
         self.inner
             .writer
-            .write(|ack| WriteOp::Append(events, ack))
+            .write(|ack| WriteOp::Append(None, events, ack))
+            .await
+    }
+
+    /// In one write: the run's row and its first events commit together.
+    async fn start_run(&self, run: NewRun, events: Batch) -> Result<(), LogError> {
+        check_start(&run, &events)?;
+        self.inner
+            .writer
+            .write(|ack| WriteOp::Append(Some(run), events, ack))
             .await
     }
 

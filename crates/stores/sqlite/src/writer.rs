@@ -26,7 +26,8 @@ pub(crate) type Ack<T> = oneshot::Sender<Result<T, LogError>>;
 /// What the writer thread is asked to do.
 pub(crate) enum WriteOp {
     CreateRun(NewRun, Ack<()>),
-    Append(Batch, Ack<()>),
+    /// An append; with a run, its first, which registers it.
+    Append(Option<NewRun>, Batch, Ack<()>),
     PutArtifact {
         run_id: RunId,
         name: String,
@@ -47,7 +48,7 @@ impl WriteOp {
             }));
         }
         match self {
-            WriteOp::CreateRun(_, ack) | WriteOp::Append(_, ack) => send(ack, message),
+            WriteOp::CreateRun(_, ack) | WriteOp::Append(_, _, ack) => send(ack, message),
             WriteOp::PutArtifact { ack, .. } => send(ack, message),
             WriteOp::DeleteFinishedBefore(_, ack) => send(ack, message),
         }
@@ -126,7 +127,7 @@ fn write_loop(
             match ops.try_recv() {
                 Ok(op) => {
                     events += match &op {
-                        WriteOp::Append(batch, _) => batch.len(),
+                        WriteOp::Append(_, batch, _) => batch.len(),
                         _ => 1,
                     };
                     group.push(op);
@@ -203,8 +204,10 @@ fn apply(
             ack,
             in_savepoint(tx, |tx| writes::create_run(tx, &run).map(drop)),
         ),
-        WriteOp::Append(events, ack) => {
-            let result = in_savepoint(tx, |tx| writes::append(tx, tails, appender, events));
+        WriteOp::Append(starting, events, ack) => {
+            let result = in_savepoint(tx, |tx| {
+                writes::append(tx, tails, appender, starting.as_ref(), events)
+            });
             if result.is_err() {
                 appender.rolled_back();
             }

@@ -48,11 +48,14 @@ fn insert_run(conn: &Connection, run: &NewRun, arguments: Option<String>) -> Res
     Ok(conn.last_insert_rowid())
 }
 
-/// Writes one append; returns the run's new cache entry and the batch to publish.
+/// Writes one append, first registering `starting` (the run's
+/// `EventLog::start_run`); returns the run's new cache entry and the batch
+/// to publish.
 pub(crate) fn append(
     conn: &Connection,
     tails: &Tails,
     appender: &mut Appender,
+    starting: Option<&NewRun>,
     events: Batch,
 ) -> Result<(RunId, (i64, LogTail), Batch), LogError> {
     let run_id = append_target(&events)
@@ -62,10 +65,13 @@ pub(crate) fn append(
         Some(&cached) => Some(cached),
         None => load_tail(conn, &run_id)?,
     };
-    let (run_key, before) = match known {
-        Some(known) => known,
-        // The `started` event this append stores keeps the arguments.
-        None => (
+    // The `started` event this append stores keeps a new run's arguments.
+    let (run_key, before) = match (known, starting) {
+        (Some(_), Some(run)) => return Err(LogError::RunExists(run.run_id.clone())),
+        (Some(known), None) => known,
+        // `SqliteLog::start_run` checked that the events start it.
+        (None, Some(run)) => (insert_run(conn, run, None)?, LogTail::EMPTY),
+        (None, None) => (
             insert_run(conn, &run_started_by(&events)?, None)?,
             LogTail::EMPTY,
         ),

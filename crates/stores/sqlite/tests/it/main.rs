@@ -3,5 +3,6 @@
 mod contract;
 mod crash;
 mod file;
+mod scheduler;
 mod schema;
 mod segments;
