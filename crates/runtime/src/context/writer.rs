@@ -389,11 +389,10 @@ mod tests {
 
     use async_trait::async_trait;
     use tokio::sync::Semaphore;
+    use tokio_util::sync::CancellationToken;
     use weir_core::{ArtifactRef, EventKind, RunEvent, RunId, Seq, Warning};
 
     use crate::context::tests::{spawn_writer, started_run, started_run_in};
-    use tokio_util::sync::CancellationToken;
-
     use crate::log::{
         Batch, EventLog, LiveHub, LogError, MemoryLog, NewRun, RunFilter, RunSummary, Subscription,
     };
