@@ -1,5 +1,6 @@
 //! Transports: how messages reach [`crate::McpServer`] and leave it.
 
+mod burst;
 pub mod http;
 pub mod in_process;
 pub mod stdio;

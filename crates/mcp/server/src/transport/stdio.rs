@@ -5,7 +5,6 @@
 //! carry 2026-07-28 `_meta` are served statelessly beside it.
 
 use std::io;
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::io::{
@@ -15,6 +14,7 @@ use weir_runtime::Principal;
 
 use crate::server::McpServer;
 use crate::session::{Outgoing, Session, outbound};
+use crate::transport::burst;
 use crate::transport::era_of;
 use weir_mcp_wire::jsonrpc::{Incoming, RpcError, code, error_response};
 
@@ -57,9 +57,6 @@ fn stdout_pipe() -> Option<tokio::net::unix::pipe::Sender> {
     tokio::net::unix::pipe::Sender::from_file(stdout).ok()
 }
 
-/// Writes further apart than this start a burst (see where it is used).
-const PAUSE: Duration = Duration::from_millis(1);
-
 /// Most bytes Linux lets an unprivileged process ask for a pipe to hold.
 const PIPE_BYTES: usize = 1 << 20;
 
@@ -84,7 +81,6 @@ pub async fn serve_lines(
         // syscall (and one blocking-pool handoff for stdout) per batch.
         let mut batch = Vec::with_capacity(256);
         let mut bytes = Vec::with_capacity(64 * 1024);
-        let mut last_write: Option<Instant> = None;
         while outgoing.recv_many(&mut batch, 256).await > 0 {
             bytes.clear();
             for Outgoing { message, .. } in batch.drain(..) {
@@ -93,19 +89,8 @@ pub async fn serve_lines(
             }
             output.write_all(&bytes).await?;
             output.flush().await?;
-            // The first write after a pause (a call's first item, its
-            // answer) has woken the client, which then waits for a core
-            // while this process's threads hold them: a tool emitting flat
-            // out, its writer and its follower kept a client of two cores
-            // from its first item for 1-2 ms in one call of three, the
-            // kernel letting the running thread finish its slice. Giving
-            // up this thread's core once lets the client read at once
-            // (`bench/reader`: 0.3-0.8 ms rather than 0.8-2.3 ms for 1 KB
-            // items); within a stream, no yield.
-            if last_write.is_none_or(|at| at.elapsed() >= PAUSE) {
-                std::thread::yield_now();
-            }
-            last_write = Some(Instant::now());
+            // A call's first item, after a pause: see `burst`.
+            burst::wrote();
         }
         output.flush().await
     });

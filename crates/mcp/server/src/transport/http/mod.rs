@@ -33,6 +33,7 @@ use crate::follow::{FollowError, follow_asking};
 use crate::protocol::Era;
 use crate::server::McpServer;
 use crate::session::{Delivery, Outgoing, Session, StreamRecord, outbound};
+use crate::transport::burst::Connections;
 use crate::transport::era_of;
 use headers::{parse_media_type, parse_seq};
 use weir_mcp_wire::jsonrpc::{Incoming, RpcError, code, error_response};
@@ -74,11 +75,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
-    // No Nagle: a lone small SSE event must not wait for the peer's delayed ACK.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-        let _ = stream.set_nodelay(true);
-    });
-    axum::serve(listener, app).await
+    axum::serve(Connections(listener), app).await
 }
 
 fn json_error(status: StatusCode, id: &Value, error: &RpcError) -> Response {
