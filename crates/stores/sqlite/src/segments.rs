@@ -194,10 +194,26 @@ pub(crate) struct Appender {
     /// of operations already applied may point at them, so the whole
     /// transaction must not commit.
     unwritable: Option<String>,
+    /// The segment, and where in it, up to which blocks have been asked of
+    /// the filesystem ahead of the bytes ([`RESERVE_BYTES`]).
+    reserved: Option<(i64, u64)>,
 }
 
 /// Unwritten bytes past which a row is written at once.
 const MOST_UNWRITTEN: usize = 1 << 20;
+
+/// How far past the bytes being written the appender asks the filesystem
+/// for blocks (`fallocate`, the file's size unchanged), up to the segment's
+/// size. Why: writing past a file's end into blocks not yet allocated, ext4
+/// reserves and tracks every block as it goes (delayed allocation); into
+/// blocks already allocated it only copies. Streaming 1 KB items that was
+/// a fifth of the kernel's time writing a segment, and a tenth of the
+/// machine's counting the later writeback (a 256 MiB file in 48 KiB
+/// writes: 0.33–0.38 µs of the writer's CPU a KB against 0.40–0.47, the
+/// machine's 0.53–0.57 against 0.61–0.65). A filesystem that cannot is
+/// written as before; at most one row's room a segment goes unused, as a
+/// segment is full at `segment_bytes`.
+const RESERVE_BYTES: u64 = 4 << 20;
 
 impl Appender {
     pub(crate) fn new(segments: Segments, durability: Durability, segment_bytes: u64) -> Appender {
@@ -211,6 +227,7 @@ impl Appender {
             unwritten: Vec::new(),
             unwritten_at: (0, 0),
             unwritable: None,
+            reserved: None,
         }
     }
 
@@ -302,11 +319,15 @@ impl Appender {
         }
         let (id, offset) = self.unwritten_at;
         let unwritten = std::mem::take(&mut self.unwritten);
+        let reserve = self.reservation(id, offset, offset + unwritten.len() as u64);
         let written = match self.open(id) {
-            Ok(file) => match file.write_all_at(&unwritten, offset) {
-                Ok(()) => Ok(()),
-                Err(error) => Err(self.segments.failed(doing, id)(error)),
-            },
+            Ok(file) => {
+                reserve_blocks(file, reserve);
+                match file.write_all_at(&unwritten, offset) {
+                    Ok(()) => Ok(()),
+                    Err(error) => Err(self.segments.failed(doing, id)(error)),
+                }
+            }
             Err(error) => Err(error),
         };
         // Its allocation is kept for the next transaction's rows.
@@ -316,6 +337,20 @@ impl Appender {
             self.unwritable = Some(message.clone());
         }
         written
+    }
+
+    /// The blocks to ask for, from and how many, before writing segment
+    /// `id` from `offset` up to `end`: none while earlier reservations
+    /// cover it.
+    fn reservation(&mut self, id: i64, offset: u64, end: u64) -> Option<(u64, u64)> {
+        let from = match self.reserved {
+            Some((reserved, upto)) if reserved == id && end <= upto => return None,
+            Some((reserved, upto)) if reserved == id => upto.max(offset),
+            _ => offset,
+        };
+        let upto = end.max((end + RESERVE_BYTES).min(self.segment_bytes));
+        self.reserved = Some((id, upto));
+        Some((from, upto - from))
     }
 
     fn sync(&self) -> Result<(), LogError> {
@@ -392,4 +427,13 @@ fn decode_pointer(pointer: &[u8]) -> Option<(u64, usize, u64)> {
         u32::from_le_bytes(*len) as usize,
         u64::from_le_bytes(*hash),
     ))
+}
+
+/// Asks the filesystem for the blocks of `reserve` (from, length) in
+/// `file`, keeping its size. Only ever a saving: a filesystem that cannot,
+/// or has no room (which the write then says), leaves the write as it was.
+fn reserve_blocks(file: &File, reserve: Option<(u64, u64)>) {
+    if let Some((from, len)) = reserve {
+        let _ = rustix::fs::fallocate(file, rustix::fs::FallocateFlags::KEEP_SIZE, from, len);
+    }
 }

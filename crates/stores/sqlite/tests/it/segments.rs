@@ -112,6 +112,68 @@ async fn a_streams_bytes_go_to_a_segment_file_not_the_database() {
     reads_back(&log, &run, &appends).await;
 }
 
+/// Whether the filesystem under `dir` gives a file blocks past its end
+/// (`fallocate`, keeping its size), as ext4, XFS, Btrfs and tmpfs do.
+fn reserves_blocks(dir: &Path) -> bool {
+    let probe = std::fs::File::create(dir.join("probe")).unwrap();
+    let flags = rustix::fs::FallocateFlags::KEEP_SIZE;
+    rustix::fs::fallocate(&probe, flags, 0, 1 << 20).is_ok()
+}
+
+/// A segment's blocks are asked of the filesystem ahead of its bytes, up to
+/// the segment's size and no further, and its length stays what was
+/// written: the next append (this process's or another's) goes at its end.
+#[tokio::test]
+async fn a_segments_blocks_are_reserved_ahead_up_to_its_size() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let segment_bytes = 1 << 20;
+    let options = SqliteOptions {
+        segment_bytes,
+        ..SqliteOptions::default()
+    };
+    let log = SqliteLog::open(&path, options.clone()).unwrap();
+    let run = run_id("reserved");
+    // About 2.6 MB, appends of 32 KB: three segments, the last part full.
+    let appends = stream(&run, 80, 32, 1_000, 1_000);
+    append_all(&log, &appends).await;
+    let files = segment_files(&path);
+    assert_eq!(files.len(), 3, "{files:?}");
+    let (_, newest_len) = files[2];
+    assert!(newest_len < segment_bytes / 2, "{files:?}");
+    assert!(
+        reserves_blocks(dir.path()),
+        "a filesystem that cannot reserve blocks"
+    );
+    for (name, len) in &files {
+        let allocated = std::fs::metadata(segments_dir(&path).join(name))
+            .unwrap()
+            .blocks()
+            * 512;
+        // Every segment has its whole size's blocks, the newest too.
+        assert!(
+            allocated >= segment_bytes,
+            "{name}: {len} bytes, {allocated} allocated"
+        );
+        // And not past it, but for the one row that did not fit (33 KB).
+        assert!(
+            allocated <= segment_bytes + 40_000,
+            "{name}: {len} bytes, {allocated} allocated"
+        );
+    }
+    reads_back(&log, &run, &appends).await;
+    drop(log);
+    // Reopened, appends go on at the newest's end, not at its reservation's.
+    let log = SqliteLog::open(&path, options).unwrap();
+    let more = run_id("more");
+    let more_appends = stream(&more, 4, 32, 1_000, 2_000);
+    append_all(&log, &more_appends).await;
+    assert!(segment_files(&path)[2].1 > newest_len + 100_000);
+    reads_back(&log, &run, &appends).await;
+    reads_back(&log, &more, &more_appends).await;
+}
+
 /// Deleting old runs deletes the segments no run left points into, and
 /// only those: the newest stays (appends go on there), and every event of
 /// a run kept reads back.
