@@ -259,19 +259,7 @@ fn sse_response(outgoing: Delivery) -> Response {
         if outgoing.recv_many(&mut batch, 256).await == 0 {
             return None;
         }
-        let size = batch.iter().map(|o| o.message.len() + 48).sum();
-        let mut frame = String::with_capacity(size);
-        for Outgoing { event_id, message } in batch {
-            use std::fmt::Write;
-            if let Some(id) = event_id {
-                let _ = writeln!(frame, "id: {id}");
-            }
-            // One line: compact JSON escapes every newline.
-            frame.push_str("data: ");
-            frame.push_str(&message);
-            frame.push_str("\n\n");
-        }
-        Some((Ok::<_, Infallible>(Bytes::from(frame)), outgoing))
+        Some((Ok::<_, Infallible>(Bytes::from(sse_frame(batch))), outgoing))
     });
     (
         [
@@ -282,6 +270,37 @@ fn sse_response(outgoing: Delivery) -> Response {
         axum::body::Body::from_stream(frames),
     )
         .into_response()
+}
+
+/// `batch` as SSE events, in a buffer of exactly their size: a frame of 256
+/// items of 1 KB that outgrew its guess was copied to a buffer twice its
+/// size, fresh pages from the kernel (a tenth of the server's CPU streaming
+/// 1 KB items over HTTP, `perf`).
+fn sse_frame(batch: Vec<Outgoing>) -> String {
+    let mut frame = String::with_capacity(batch.iter().map(sse_len).sum());
+    for Outgoing { event_id, message } in batch {
+        use std::fmt::Write;
+        if let Some(id) = event_id {
+            let _ = writeln!(frame, "id: {id}");
+        }
+        // One line: compact JSON escapes every newline.
+        frame.push_str("data: ");
+        frame.push_str(&message);
+        frame.push_str("\n\n");
+    }
+    frame
+}
+
+/// The bytes `outgoing` takes in an SSE body as [`sse_frame`] writes it.
+fn sse_len(outgoing: &Outgoing) -> usize {
+    let id = outgoing.event_id.as_ref().map_or(0, |id| {
+        "id: ".len() + id.run_id.len() + ".".len() + decimal_digits(id.seq) + "\n".len()
+    });
+    id + "data: ".len() + outgoing.message.len() + "\n\n".len()
+}
+
+fn decimal_digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
 /// GET `/mcp`: with `Last-Event-ID` from a call stream, resumes it from the
@@ -452,5 +471,37 @@ async fn delete_mcp(
             StatusCode::OK.into_response()
         }
         None => plain_error(StatusCode::NOT_FOUND, "session not found"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{Outgoing, sse_frame};
+    use crate::session::EventId;
+
+    /// The frame's buffer is sized exactly: never grown (and so copied)
+    /// while it is written, whatever the ids' lengths.
+    #[test]
+    fn an_sse_frame_fills_exactly_the_buffer_it_starts_with() {
+        let run_id: Arc<str> = Arc::from("019ac1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b");
+        let batch: Vec<Outgoing> = [None, Some(0), Some(10), Some(123_456), Some(u64::MAX)]
+            .into_iter()
+            .map(|seq| Outgoing {
+                event_id: seq.map(|seq| EventId {
+                    run_id: run_id.clone(),
+                    seq,
+                }),
+                message: "x".repeat(1_000),
+            })
+            .collect();
+        let frame = sse_frame(batch);
+        assert_eq!(frame.len(), frame.capacity());
+        assert!(frame.starts_with(&format!(
+            "data: {}\n\nid: {run_id}.0\ndata: x",
+            "x".repeat(1_000)
+        )));
+        assert!(frame.contains(&format!("id: {run_id}.{}\n", u64::MAX)));
     }
 }
