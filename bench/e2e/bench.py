@@ -663,10 +663,23 @@ def main() -> int:
                          "take medians over every round's calls: the servers of a row then "
                          "alternate through the run, so a change in the machine's load falls "
                          "on all of them (default 1)")
+    ap.add_argument("--transports", default=",".join(TRANSPORTS),
+                    help="transports to run (comma list of stdio, http; default both)")
+    ap.add_argument("--workloads", default=",".join(f"{c}x{s}" for c, s in WORKLOADS),
+                    help="COUNTxSIZE rows to run (comma list; default "
+                         + ",".join(f"{c}x{s}" for c, s in WORKLOADS) + ")")
     args = ap.parse_args()
     only = set(args.only.split(","))
     scale = 10 if args.quick else 1
-    workloads = [(c // scale, s) for c, s in WORKLOADS]
+    transports = [t for t in args.transports.split(",") if t]
+    for transport in transports:
+        if transport not in TRANSPORTS:
+            ap.error(f"--transports: {transport!r} is not one of {', '.join(TRANSPORTS)}")
+    try:
+        chosen = [tuple(int(n) for n in w.split("x")) for w in args.workloads.split(",") if w]
+        workloads = [(c // scale, s) for c, s in chosen]
+    except ValueError:
+        ap.error(f"--workloads: {args.workloads!r} is not a comma list of COUNTxSIZE, e.g. 2000x1000")
 
     specs = {
         "weir": ServerSpec("weir", "weir"),
@@ -705,7 +718,7 @@ def main() -> int:
         if args.rounds > 1:
             log(f" round {round_number + 1} of {args.rounds}")
         for count, size in workloads:
-            for transport in TRANSPORTS:
+            for transport in transports:
                 for key in ("floor", "weir", "sqlite", "ts", "py"):
                     if key in only:
                         run(specs[key], transport, count, size)
@@ -713,7 +726,7 @@ def main() -> int:
         log("weir memory vs N (N and N×5, memory store and sqlite store)")
         sqlite = ServerSpec("weir", "weir", store="sqlite")
         for count, size in workloads:
-            for transport in TRANSPORTS:
+            for transport in transports:
                 run(specs["weir"], transport, count * 5, size)
                 if "sqlite" not in only:
                     run(sqlite, transport, count, size)
@@ -721,7 +734,7 @@ def main() -> int:
     if not args.no_progress_variant:
         log("peers, progress-per-item variant (notifications/progress with the item as message)")
         for count, size in workloads:
-            for transport in TRANSPORTS:
+            for transport in transports:
                 for key in ("ts", "py"):
                     if key in only:
                         run(specs[key], transport, count, size, per_item="progress")
@@ -762,7 +775,7 @@ def main() -> int:
                "| first item ms (memory / SQLite) |")
     out.append("|---|---|--:|--:|--:|--:|--:|--:|")
     for count, size in workloads:
-        for transport in TRANSPORTS:
+        for transport in transports:
             f, t, w, q = (find("floor", transport, count, size), find("ts", transport, count, size),
                           find("weir", transport, count, size), find("weir", transport, count, size, store="sqlite"))
             fr, tr, wr, qr = (med(x, "items_per_s") for x in (f, t, w, q))
@@ -776,7 +789,7 @@ def main() -> int:
                "| first item ms (weir / TS / Py) | peak RSS MiB (weir / TS / Py) |")
     out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
     for count, size in workloads:
-        for transport in TRANSPORTS:
+        for transport in transports:
             w, t, p = (find(k, transport, count, size) for k in ("weir", "ts", "py"))
             wr, tr, pr = (med(x, "items_per_s") for x in (w, t, p))
             out.append(
@@ -790,7 +803,7 @@ def main() -> int:
     out.append("| workload | transport | floor | weir | weir SQLite | TS | Py |")
     out.append("|---|---|--:|--:|--:|--:|--:|")
     for count, size in workloads:
-        for transport in TRANSPORTS:
+        for transport in transports:
             cells = []
             for k, store in (("floor", "memory"), ("weir", "memory"), ("weir", "sqlite"), ("ts", "memory"), ("py", "memory")):
                 m = find(k, transport, count, size, store=store)
@@ -806,7 +819,7 @@ def main() -> int:
         out.append("| workload (N) | transport | memory store, N | memory store, N×5 | sqlite store, N | sqlite store, N×5 |")
         out.append("|---|---|--:|--:|--:|--:|")
         for count, size in workloads:
-            for transport in TRANSPORTS:
+            for transport in transports:
                 cells = []
                 for store, n in (("memory", count), ("memory", count * 5), ("sqlite", count), ("sqlite", count * 5)):
                     m = find("weir", transport, n, size, store=store)
@@ -821,7 +834,7 @@ def main() -> int:
         out.append("| workload | transport | TS (progress) | Py (progress) | weir (partial, from above) |")
         out.append("|---|---|--:|--:|--:|")
         for count, size in workloads:
-            for transport in TRANSPORTS:
+            for transport in transports:
                 cells = []
                 for k, per in (("ts", "progress"), ("py", "progress"), ("weir", "partial")):
                     m = find(k, transport, count, size, per_item=per)
