@@ -282,7 +282,7 @@ pub struct Partial {
 
 /// A block of result content. A protocol-neutral subset of MCP's content
 /// types; the MCP layer owns the conversion.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
     /// Plain text.

@@ -24,6 +24,7 @@ mod runs;
 mod runs_remote;
 mod serve;
 mod store;
+mod streamed_blocks;
 mod tools;
 mod upstream_catalog;
 mod upstream_tools;

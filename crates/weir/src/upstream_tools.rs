@@ -4,11 +4,13 @@
 //! annotations, and each call of it is a run of weir's. What the upstream
 //! reports meanwhile (progress, log messages, partial results) becomes the
 //! run's events; its result (content, structured content, `isError`) is
-//! the run's result; cancelling the run drops the call, which cancels it
-//! on the upstream (`notifications/cancelled`, or `tasks/cancel`). While
-//! the upstream reports no progress, the run sends a heartbeat every
-//! `--upstream-heartbeat` (15 s), so that a host whose timeout resets on progress keeps
-//! waiting.
+//! the run's result, less the blocks it repeats of its partials, which the
+//! run's result already begins with ([`StreamedBlocks`]); cancelling the
+//! run drops the call, which cancels it on the upstream
+//! (`notifications/cancelled`, or `tasks/cancel`). While the upstream
+//! reports no progress, the run sends a heartbeat every
+//! `--upstream-heartbeat` (15 s), so that a host whose timeout resets on
+//! progress keeps waiting.
 //!
 //! The upstreams' tools are listed when weir starts; an upstream that
 //! cannot be reached then is left out with a warning, and weir serves the
@@ -28,6 +30,7 @@ use weir_mcp::McpServer;
 use weir_runtime::{Heartbeat, RemoteCaller, RunContext, Scheduler, Tool, ToolInfo};
 
 use crate::remote_caller::{ClientCaller, Reports};
+use crate::streamed_blocks::StreamedBlocks;
 
 /// Between an upstream's name and its tool's, in the name weir serves.
 pub(crate) const SEPARATOR: &str = "__";
@@ -272,6 +275,7 @@ impl Tool for UpstreamTool {
         let reports = ToRun {
             ctx: &ctx,
             heart: std::sync::Mutex::new(Heartbeat::new(self.heartbeat)),
+            streamed: std::sync::Mutex::default(),
         };
         // The scheduler's time limit applies; dropping this future (cancel,
         // time limit) cancels the call on the upstream.
@@ -295,7 +299,7 @@ impl Tool for UpstreamTool {
                 // The call records what the upstream says as it comes, so
                 // all of it is in the log before its result.
                 biased;
-                ended = &mut call => return ended,
+                ended = &mut call => return reports.without_repeats(ended),
                 () = &mut timer => {
                     let due = reports.due();
                     if due > tokio::time::Instant::now() {
@@ -319,10 +323,12 @@ impl Tool for UpstreamTool {
 }
 
 /// A call's reports, recorded in its run's log as they come; what they
-/// say of progress keeps the heartbeat quiet.
+/// say of progress keeps the heartbeat quiet, and the blocks of its partial
+/// results are remembered, so that its result does not repeat them.
 struct ToRun<'a> {
     ctx: &'a RunContext,
     heart: std::sync::Mutex<Heartbeat>,
+    streamed: std::sync::Mutex<StreamedBlocks>,
 }
 
 impl ToRun<'_> {
@@ -330,6 +336,30 @@ impl ToRun<'_> {
         self.heart
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn streamed(&self) -> std::sync::MutexGuard<'_, StreamedBlocks> {
+        self.streamed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The call's outcome as the run's: the run's result begins with its
+    /// partials, so what the upstream's result repeats of them goes.
+    fn without_repeats(&self, ended: Result<Completed, RunError>) -> Result<Completed, RunError> {
+        let streamed = self.streamed();
+        match ended {
+            Ok(mut completed) => {
+                streamed.strip_repeated(&mut completed.content);
+                Ok(completed)
+            }
+            Err(mut error) => {
+                if let Some(result) = error.result.as_mut() {
+                    streamed.strip_repeated(&mut result.content);
+                }
+                Err(error)
+            }
+        }
     }
 
     fn due(&self) -> tokio::time::Instant {
@@ -341,6 +371,9 @@ impl ToRun<'_> {
 impl Reports for ToRun<'_> {
     async fn report(&self, kind: EventKind) -> Result<(), RunError> {
         self.heart().saw(&kind);
+        if let EventKind::Partial(partial) = &kind {
+            self.streamed().saw(&partial.content);
+        }
         emit(self.ctx, kind).await
     }
 }

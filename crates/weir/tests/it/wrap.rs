@@ -1361,6 +1361,73 @@ fn an_upstreams_partial_reaches_the_runs_event_as_the_upstream_wrote_it() {
     );
 }
 
+/// An upstream that streams partial results and answers with a result
+/// complete by itself (weir's own stream fixture: the items, then
+/// `streamed 3 items`) reaches the model once: the wrapped run's result
+/// is its partials, then only what the upstream's result adds to them.
+/// One that sends only the rest at the end keeps it all (the raw server:
+/// its partial's two blocks, then `done`).
+#[test]
+fn a_result_that_repeats_its_partials_reaches_the_client_once() {
+    let mut wrapped = Peer::wrap(
+        &["--memory"],
+        &[WEIR, "serve", "--memory", "--fixtures", "--stdio"],
+    );
+    let id = wrapped.call("stream", json!({"count": 3, "size": 16}));
+    let (_, answer) = wrapped.reply(id, Duration::from_secs(30));
+    let texts: Vec<&str> = answer["result"]["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|block| block["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "00000000:xxxxxxx",
+            "00000001:xxxxxxx",
+            "00000002:xxxxxxx",
+            "streamed 3 items"
+        ],
+        "{answer}"
+    );
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({"count": 3}),
+        "{answer}"
+    );
+    // The run's log still holds the three partials, as the upstream sent them.
+    let run_id = wrapped.newest_run();
+    let partials = wrapped
+        .events(&run_id)
+        .into_iter()
+        .filter(|event| event["type"] == "partial")
+        .count();
+    assert_eq!(partials, 3);
+
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("raw_server.py");
+    std::fs::write(&script, RAW_SERVER).unwrap();
+    let mut raw = Peer::wrap(&["--memory"], &["python3", script.to_str().unwrap()]);
+    let id = raw.call("raw", json!({}));
+    let (_, answer) = raw.reply(id, Duration::from_secs(30));
+    let texts: Vec<&str> = answer["result"]["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|block| block["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            r#"{"type": "hologram", "depth": 3, "label": "caf\u00e9"}"#,
+            "plain",
+            "done"
+        ],
+        "{answer}"
+    );
+}
+
 const FLOODING_SERVER: &str = r#"
 import json, sys, time
 def send(message):
