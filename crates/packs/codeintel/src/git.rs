@@ -37,7 +37,6 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The longest one git command may run (reading 500 commits takes well
@@ -176,29 +175,11 @@ fn read_small(path: &Path) -> Option<String> {
     Some(text)
 }
 
-/// An empty directory for `HOME`, made once per process (`mkdir` of a new
-/// name: never a directory someone else made).
-fn empty_home() -> &'static Path {
-    static HOME: OnceLock<PathBuf> = OnceLock::new();
-    HOME.get_or_init(|| {
-        let base = std::env::temp_dir();
-        for attempt in 0u32..100 {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
-            let dir = base.join(format!(
-                "weir-git-home-{}-{nanos:x}-{attempt}",
-                std::process::id()
-            ));
-            if std::fs::create_dir(&dir).is_ok() {
-                return dir;
-            }
-        }
-        // No writable temporary directory: a path that does not exist
-        // serves as well (git reads nothing from it).
-        PathBuf::from("/nonexistent/weir-git-home")
-    })
-}
+/// git's `HOME`: a path that can never exist, since `/dev/null` is not a
+/// directory, so git finds no user configuration, attributes or ignore
+/// rules under it, and takes the error (`ENOTDIR`) as a missing file,
+/// silently. Nothing is made for it, so nothing is left behind.
+const NO_HOME: &str = "/dev/null/weir-git-home";
 
 /// `git ARGS` on `repo`, run in `cwd` (inside its work tree), safely: its
 /// output when it exits 0 (or, with `ok_codes`, another listed code).
@@ -209,7 +190,7 @@ fn run(repo: &GitDir, cwd: &Path, args: &[&str], ok_codes: &[i32]) -> Option<(i3
         command.env("PATH", path);
     }
     command
-        .env("HOME", empty_home())
+        .env("HOME", NO_HOME)
         .env("LANG", "C")
         .env("LC_ALL", "C")
         .env("GIT_CONFIG_NOSYSTEM", "1")

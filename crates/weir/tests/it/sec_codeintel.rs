@@ -83,8 +83,22 @@ impl Hostile {
             .stdin(Stdio::null())
             .env_remove("WEIR_TOKEN")
             .env_remove("WEIR_ROOTS")
+            .env("TMPDIR", self.tmp())
             .output()
             .unwrap()
+    }
+
+    /// weir's temporary directory (`TMPDIR`), empty at the start.
+    fn tmp(&self) -> PathBuf {
+        self.base.join("tmp")
+    }
+
+    /// What weir left in its temporary directory.
+    fn left_in_tmp(&self) -> Vec<String> {
+        std::fs::read_dir(self.tmp())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
     }
 
     /// `weir call` of `tool` on `weir serve --stdio --root ROOT`: its exit
@@ -177,7 +191,14 @@ fn hostile() -> Hostile {
     let base = std::fs::canonicalize(dir.path()).unwrap();
     let h = Hostile { _dir: dir, base };
     let (repo, bin, markers) = (h.repo(), h.base.join("bin"), h.base.join("markers"));
-    for d in [&repo, &bin, &markers, &h.outside(), &h.base.join("hooks")] {
+    for d in [
+        &repo,
+        &bin,
+        &markers,
+        &h.outside(),
+        &h.base.join("hooks"),
+        &h.tmp(),
+    ] {
         std::fs::create_dir_all(d).unwrap();
     }
     std::fs::write(
@@ -341,6 +362,8 @@ fn weir_index_of_a_hostile_repository_runs_nothing_and_reads_nothing_outside() {
         Vec::<String>::new(),
         "the repository's config ran"
     );
+    // git ran with a HOME of its own, made nowhere: nothing is left behind.
+    assert_eq!(h.left_in_tmp(), Vec::<String>::new());
 }
 
 #[test]
