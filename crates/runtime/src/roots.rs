@@ -12,18 +12,13 @@
 //!
 //! ```
 //! use weir_runtime::{Roots, RootsError};
-//! let dir = tempfile_dir();
+//! # let scratch = tempfile::tempdir().unwrap();
+//! # let dir = scratch.path();
 //! std::fs::create_dir(dir.join("repo")).unwrap();
-//! let roots = Roots::new([&dir]).unwrap();
+//! let roots = Roots::new([dir]).unwrap();
 //! assert!(roots.resolve("repo").unwrap().ends_with("repo"));
 //! assert!(matches!(roots.resolve("/etc"), Err(RootsError::Outside { .. })));
 //! assert!(matches!(roots.resolve("repo/../.."), Err(RootsError::Outside { .. })));
-//! # fn tempfile_dir() -> std::path::PathBuf {
-//! #     let dir = std::env::temp_dir().join(format!("weir-roots-doc-{}", std::process::id()));
-//! #     let _ = std::fs::remove_dir_all(&dir);
-//! #     std::fs::create_dir_all(&dir).unwrap();
-//! #     dir
-//! # }
 //! ```
 
 use std::fs::File;
@@ -300,17 +295,21 @@ mod tests {
 
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("weir-roots-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::canonicalize(dir).unwrap()
+    /// A scratch directory, removed when the first half is dropped, and
+    /// its canonical path.
+    fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("weir-roots-{name}-"))
+            .tempdir()
+            .unwrap();
+        let path = std::fs::canonicalize(dir.path()).unwrap();
+        (dir, path)
     }
 
     #[test]
     fn a_symlink_out_of_a_root_is_outside() {
-        let dir = scratch("symlink");
-        let outside_dir = scratch("symlink-target");
+        let (_scratch, dir) = scratch("symlink");
+        let (_outside, outside_dir) = scratch("symlink-target");
         std::fs::create_dir(dir.join("root")).unwrap();
         symlink(&outside_dir, dir.join("root/link")).unwrap();
         let roots = Roots::new([dir.join("root")]).unwrap();
@@ -321,7 +320,7 @@ mod tests {
 
     #[test]
     fn relative_paths_start_at_the_first_root_and_absolute_ones_are_checked() {
-        let dir = scratch("relative");
+        let (_scratch, dir) = scratch("relative");
         std::fs::create_dir_all(dir.join("a/sub")).unwrap();
         std::fs::create_dir_all(dir.join("b")).unwrap();
         let roots = Roots::new([dir.join("a"), dir.join("b")]).unwrap();
@@ -358,8 +357,8 @@ mod tests {
 
     #[test]
     fn open_beneath_refuses_every_way_out() {
-        let dir = scratch("beneath");
-        let secret = scratch("beneath-secret");
+        let (_scratch, dir) = scratch("beneath");
+        let (_secret, secret) = scratch("beneath-secret");
         std::fs::write(secret.join("token"), "admin-token").unwrap();
         std::fs::write(dir.join("ok.txt"), "inside").unwrap();
         std::fs::create_dir(dir.join("sub")).unwrap();

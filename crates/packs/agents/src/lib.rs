@@ -215,7 +215,8 @@ mod tests {
 
     #[test]
     fn a_private_path_is_refused_as_a_working_directory_and_above_it() {
-        let dir = std::env::temp_dir().join(format!("weir-agents-private-{}", std::process::id()));
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().to_owned();
         std::fs::create_dir_all(dir.join("data/runs")).unwrap();
         let pack = AgentsPack::new(
             AgentsConfig {

@@ -306,16 +306,10 @@ pub(crate) fn log_names(repo: &GitDir, cwd: &Path, max_commits: usize) -> Option
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("weir-git-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::canonicalize(dir).unwrap()
-    }
-
     #[test]
     fn a_git_directory_outside_the_boundary_is_not_used() {
-        let dir = scratch("discover");
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(scratch.path()).unwrap();
         let (root, other) = (dir.join("root"), dir.join("other/.git"));
         std::fs::create_dir_all(root.join("repo/sub")).unwrap();
         std::fs::create_dir_all(&other).unwrap();

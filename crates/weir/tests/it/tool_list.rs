@@ -13,7 +13,6 @@
 //!   it lists.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -53,12 +52,13 @@ const TOOLS: &[(&str, &str, bool)] = &[
     ("get_status", "runs", true),
 ];
 
-/// A scratch directory for the server to start in (its default root).
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("weir-tool-list-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch directory for the server to start in (its default root),
+/// removed when dropped.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("weir-tool-list-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// `weir serve --stdio --memory` with `extra`, initialized.
@@ -66,11 +66,16 @@ struct Serve {
     child: Child,
     stdin: ChildStdin,
     lines: mpsc::Receiver<String>,
+    /// The scratch directory it started in, when it made one.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Serve {
     fn start(name: &str, extra: &[&str]) -> Serve {
-        Serve::start_in(&scratch(name), extra)
+        let dir = scratch(name);
+        let mut serve = Serve::start_in(dir.path(), extra);
+        serve._dir = Some(dir);
+        serve
     }
 
     /// Started in `dir`, its default root.
@@ -98,6 +103,7 @@ impl Serve {
             child,
             stdin,
             lines,
+            _dir: None,
         };
         serve.request(
             "initialize",
@@ -279,7 +285,7 @@ fn an_unknown_name_stops_the_start_naming_the_choices() {
     let dir = scratch("unknown");
     let output = Command::new(WEIR)
         .args(["serve", "--stdio", "--memory", "--tools", "exce,codeintel"])
-        .current_dir(&dir)
+        .current_dir(dir.path())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -367,8 +373,9 @@ fn the_default_list_is_measured_in_tokens_and_each_tool_is_under_a_thousand() {
 }
 
 /// A small Python project with a README, committed, to call every tool on.
-fn project(name: &str) -> PathBuf {
-    let dir = scratch(name);
+fn project(name: &str) -> tempfile::TempDir {
+    let scratch = scratch(name);
+    let dir = scratch.path();
     std::fs::create_dir_all(dir.join("app")).unwrap();
     std::fs::create_dir_all(dir.join("tests")).unwrap();
     std::fs::write(dir.join("README.md"), "# Greeter\n\nSays hello.\n").unwrap();
@@ -402,11 +409,11 @@ fn project(name: &str) -> PathBuf {
     ] {
         Command::new("git")
             .args(args)
-            .current_dir(&dir)
+            .current_dir(dir)
             .output()
             .unwrap();
     }
-    dir
+    scratch
 }
 
 /// Issue 24, finding 5: the output schemas are listed lean, and MCP still
@@ -417,7 +424,7 @@ fn project(name: &str) -> PathBuf {
 #[test]
 fn every_tools_structured_result_fits_its_listed_output_schema() {
     let dir = project("results");
-    let mut serve = Serve::start_in(&dir, &[]);
+    let mut serve = Serve::start_in(dir.path(), &[]);
     let tools = serve.tools();
     let calls: Vec<(&str, Value)> = vec![
         (

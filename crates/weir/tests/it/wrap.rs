@@ -1361,6 +1361,16 @@ fn an_upstreams_partial_reaches_the_runs_event_as_the_upstream_wrote_it() {
     );
 }
 
+/// The text of each content block of a `tools/call` answer's result.
+fn result_texts(answer: &Value) -> Vec<&str> {
+    answer["result"]["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|block| block["text"].as_str().unwrap())
+        .collect()
+}
+
 /// An upstream that streams partial results and answers with a result
 /// complete by itself (weir's own stream fixture: the items, then
 /// `streamed 3 items`) reaches the model once: the wrapped run's result
@@ -1375,14 +1385,8 @@ fn a_result_that_repeats_its_partials_reaches_the_client_once() {
     );
     let id = wrapped.call("stream", json!({"count": 3, "size": 16}));
     let (_, answer) = wrapped.reply(id, Duration::from_secs(30));
-    let texts: Vec<&str> = answer["result"]["content"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{answer}"))
-        .iter()
-        .map(|block| block["text"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        texts,
+        result_texts(&answer),
         [
             "00000000:xxxxxxx",
             "00000001:xxxxxxx",
@@ -1411,14 +1415,8 @@ fn a_result_that_repeats_its_partials_reaches_the_client_once() {
     let mut raw = Peer::wrap(&["--memory"], &["python3", script.to_str().unwrap()]);
     let id = raw.call("raw", json!({}));
     let (_, answer) = raw.reply(id, Duration::from_secs(30));
-    let texts: Vec<&str> = answer["result"]["content"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{answer}"))
-        .iter()
-        .map(|block| block["text"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        texts,
+        result_texts(&answer),
         [
             r#"{"type": "hologram", "depth": 3, "label": "caf\u00e9"}"#,
             "plain",
