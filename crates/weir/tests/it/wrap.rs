@@ -1344,6 +1344,17 @@ fn an_upstreams_partial_reaches_the_runs_event_as_the_upstream_wrote_it() {
     let id = wrapped.call("raw", json!({}));
     let (_, answer) = wrapped.reply(id, Duration::from_secs(30));
     assert_eq!(answer["result"]["isError"], Value::Null, "{answer}");
+    // Its result does not repeat the partial: the run's result is the
+    // partial's blocks, then the result's own.
+    assert_eq!(
+        result_texts(&answer),
+        [
+            r#"{"type": "hologram", "depth": 3, "label": "caf\u00e9"}"#,
+            "plain",
+            "done"
+        ],
+        "{answer}"
+    );
     let run_id = wrapped.newest_run();
     let events = wrapped.events(&run_id);
     let partials: Vec<&Value> = events
@@ -1375,8 +1386,8 @@ fn result_texts(answer: &Value) -> Vec<&str> {
 /// complete by itself (weir's own stream fixture: the items, then
 /// `streamed 3 items`) reaches the model once: the wrapped run's result
 /// is its partials, then only what the upstream's result adds to them.
-/// One that sends only the rest at the end keeps it all (the raw server:
-/// its partial's two blocks, then `done`).
+/// (One that sends only the rest at the end keeps it all: the raw server's
+/// test above.)
 #[test]
 fn a_result_that_repeats_its_partials_reaches_the_client_once() {
     let mut wrapped = Peer::wrap(
@@ -1408,22 +1419,6 @@ fn a_result_that_repeats_its_partials_reaches_the_client_once() {
         .filter(|event| event["type"] == "partial")
         .count();
     assert_eq!(partials, 3);
-
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("raw_server.py");
-    std::fs::write(&script, RAW_SERVER).unwrap();
-    let mut raw = Peer::wrap(&["--memory"], &["python3", script.to_str().unwrap()]);
-    let id = raw.call("raw", json!({}));
-    let (_, answer) = raw.reply(id, Duration::from_secs(30));
-    assert_eq!(
-        result_texts(&answer),
-        [
-            r#"{"type": "hologram", "depth": 3, "label": "caf\u00e9"}"#,
-            "plain",
-            "done"
-        ],
-        "{answer}"
-    );
 }
 
 const FLOODING_SERVER: &str = r#"
