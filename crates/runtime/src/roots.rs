@@ -12,8 +12,8 @@
 //!
 //! ```
 //! use weir_runtime::{Roots, RootsError};
-//! # let scratch = tempfile::tempdir().unwrap();
-//! # let dir = scratch.path();
+//! let scratch = tempfile::tempdir().unwrap();
+//! let dir = scratch.path();
 //! std::fs::create_dir(dir.join("repo")).unwrap();
 //! let roots = Roots::new([dir]).unwrap();
 //! assert!(roots.resolve("repo").unwrap().ends_with("repo"));
